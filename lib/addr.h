@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IPv4 and IPv6 addresses and prefixes: parsing, printing, and the
+ * host-order keys the tries use.
+ */
+#ifndef LCFIB_ADDR_H
+#define LCFIB_ADDR_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/err.h"
+#include "lib/trie.h"
+
+#define ADDR_STRLEN 64 /* an IPv6 address, "/128" and a NUL, with room */
+
+struct addr {
+	uint8_t family; /* AF_INET or AF_INET6 */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+		uint8_t b[16];
+	};
+};
+
+struct addr_prefix {
+	struct addr a;
+	uint8_t plen;
+};
+
+/*
+ * Parses an address of @family (AF_UNSPEC: either). Returns 0 or -EINVAL
+ * with a message naming the text.
+ */
+int addr_parse(const char *s, int family, struct addr *out, struct errbuf *err);
+
+/*
+ * Parses "ADDR/LEN", "ADDR" (a host prefix) or "default" (needs @family).
+ * Host bits past the prefix length are an error (-EINVAL), as is a length
+ * out of range.
+ */
+int addr_parse_prefix(const char *s, int family, struct addr_prefix *out, struct errbuf *err);
+
+/* Writes the address or prefix to @buf (ADDR_STRLEN bytes suffice); returns @buf. */
+char *addr_format(const struct addr *a, char *buf, size_t size);
+char *addr_prefix_format(const struct addr_prefix *p, char *buf, size_t size);
+
+/* Whether bits past @plen are set. */
+bool addr_has_host_bits(const struct addr *a, unsigned int plen);
+/* Clears the bits past @plen. */
+void addr_mask(struct addr *a, unsigned int plen);
+
+static inline unsigned int addr_bits(int family)
+{
+	return family == AF_INET6 ? 128 : 32;
+}
+
+static inline uint32_t addr_key4(const struct addr *a)
+{
+	return ntohl(a->v4.s_addr);
+}
+
+static inline trie_key6 addr_key6_raw(const struct in6_addr *a)
+{
+	trie_key6 k = 0;
+
+	for (int i = 0; i < 16; i++)
+		k = (k << 8) | a->s6_addr[i];
+	return k;
+}
+
+static inline trie_key6 addr_key6(const struct addr *a)
+{
+	return addr_key6_raw(&a->v6);
+}
+
+void addr_from_key4(struct addr *a, uint32_t key);
+void addr_from_key6(struct addr *a, trie_key6 key);
+
+#endif

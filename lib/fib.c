@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
+#include <urcu/pointer.h>
+
+#include "lib/fib.h"
+
+/* The tables, published as a whole: adding one copies the array. */
+struct fib_tables {
+	unsigned int n;
+	struct fib_table *t[];
+};
+
+struct fib {
+	struct mem *mem;
+	struct reclaim *rc;
+	struct nh_table *nt;
+	struct fib_tables *tables; /* RCU */
+};
+
+static const char *const fib_rtype_names[FIB_RT_MAX + 1] = {
+	[FIB_RT_UNSPEC] = "unspec",     [FIB_RT_UNICAST] = "unicast",
+	[FIB_RT_LOCAL] = "local",       [FIB_RT_BROADCAST] = "broadcast",
+	[FIB_RT_ANYCAST] = "anycast",   [FIB_RT_MULTICAST] = "multicast",
+	[FIB_RT_BLACKHOLE] = "blackhole", [FIB_RT_UNREACHABLE] = "unreachable",
+	[FIB_RT_PROHIBIT] = "prohibit", [FIB_RT_THROW] = "throw",
+};
+
+const char *fib_rtype_name(unsigned int type)
+{
+	return type <= FIB_RT_MAX ? fib_rtype_names[type] : "?";
+}
+
+int fib_rtype_parse(const char *s, uint8_t *type)
+{
+	for (unsigned int i = FIB_RT_UNICAST; i <= FIB_RT_MAX; i++) {
+		if (strcmp(s, fib_rtype_names[i]) == 0) {
+			*type = (uint8_t)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Types that drop or refuse the packet: they take no nexthop (fib_props[].error). */
+static bool fib_rtype_is_error(unsigned int type)
+{
+	return type == FIB_RT_BLACKHOLE || type == FIB_RT_UNREACHABLE ||
+	       type == FIB_RT_PROHIBIT || type == FIB_RT_THROW;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static struct fib_tables *fib_tables_alloc(struct fib *f, unsigned int n)
+{
+	struct fib_tables *ts = mem_alloc(f->mem, MEM_TABLE, sizeof(*ts) + n * sizeof(ts->t[0]));
+
+	if (ts)
+		ts->n = n;
+	return ts;
+}
+
+static size_t fib_tables_size(const struct fib_tables *ts)
+{
+	return sizeof(*ts) + ts->n * sizeof(ts->t[0]);
+}
+
+const struct fib_table *fib_table_get_rcu(const struct fib *f, uint32_t id, int family)
+{
+	const struct fib_tables *ts = rcu_dereference(f->tables);
+
+	for (unsigned int i = 0; i < ts->n; i++) {
+		if (ts->t[i]->id == id && ts->t[i]->family == family)
+			return ts->t[i];
+	}
+	return NULL;
+}
+
+static struct fib_table *fib_table_get(struct fib *f, uint32_t id, int family)
+{
+	return (struct fib_table *)fib_table_get_rcu(f, id, family);
+}
+
+/* Writer: the table, made if new. NULL when out of memory. */
+static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family)
+{
+	struct fib_table *tb = fib_table_get(f, id, family);
+	struct fib_tables *old = f->tables, *ts;
+
+	if (tb)
+		return tb;
+	tb = mem_alloc(f->mem, MEM_TABLE, sizeof(*tb));
+	if (!tb)
+		return NULL;
+	memset(tb, 0, sizeof(*tb));
+	tb->id = id;
+	tb->family = (uint8_t)family;
+	if (family == AF_INET)
+		tb->t4 = trie4_new(f->mem, f->rc);
+	else
+		tb->t6 = trie6_new(f->mem, f->rc);
+	ts = fib_tables_alloc(f, old->n + 1);
+	if (!ts || !tb->t4) {
+		if (ts)
+			mem_free(f->mem, MEM_TABLE, ts, fib_tables_size(ts));
+		if (family == AF_INET)
+			trie4_destroy(tb->t4);
+		else
+			trie6_destroy(tb->t6);
+		mem_free(f->mem, MEM_TABLE, tb, sizeof(*tb));
+		return NULL;
+	}
+	memcpy(ts->t, old->t, old->n * sizeof(ts->t[0]));
+	ts->t[old->n] = tb;
+	rcu_assign_pointer(f->tables, ts);
+	reclaim_retire(f->rc, old, fib_tables_size(old), MEM_TABLE);
+	return tb;
+}
+
+/* -------------------------------------------------------------- the fib */
+
+struct fib *fib_new(void)
+{
+	struct fib *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->mem = mem_new();
+	if (!f->mem)
+		goto free_fib;
+	f->rc = reclaim_new(f->mem);
+	if (!f->rc)
+		goto free_mem;
+	f->nt = nh_table_new(f->mem, f->rc);
+	if (!f->nt)
+		goto free_reclaim;
+	f->tables = fib_tables_alloc(f, 0);
+	if (!f->tables)
+		goto free_nt;
+	return f;
+free_nt:
+	nh_table_destroy(f->nt);
+free_reclaim:
+	reclaim_destroy(f->rc);
+free_mem:
+	mem_destroy(f->mem);
+free_fib:
+	free(f);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void fib_destroy(struct fib *f)
+{
+	if (!f)
+		return;
+	reclaim_barrier(f->rc);
+	for (unsigned int i = 0; i < f->tables->n; i++) {
+		struct fib_table *tb = f->tables->t[i];
+
+		if (tb->family == AF_INET)
+			trie4_destroy(tb->t4);
+		else
+			trie6_destroy(tb->t6);
+		mem_free(f->mem, MEM_TABLE, tb, sizeof(*tb));
+	}
+	mem_free(f->mem, MEM_TABLE, f->tables, fib_tables_size(f->tables));
+	nh_table_destroy(f->nt);
+	reclaim_destroy(f->rc);
+	mem_destroy(f->mem);
+	free(f);
+}
+
+int fib_set_sync_mem(struct fib *f, uint64_t bytes)
+{
+	return reclaim_set_sync_mem(f->rc, bytes);
+}
+
+uint64_t fib_get_sync_mem(const struct fib *f)
+{
+	return reclaim_get_sync_mem(f->rc);
+}
+
+void fib_reclaim_barrier(struct fib *f)
+{
+	reclaim_barrier(f->rc);
+}
+
+/* ------------------------------------------------------------ route edits */
+
+/* What one trie edit asks of the routes of one prefix, and what it took out. */
+struct fib_edit {
+	const struct fib_rcfg *rc;
+	struct fib_route route;   /* add: the new route */
+	struct fib_route removed[TRIE_LEAF_MAX];
+	unsigned int n_removed;
+	struct errbuf *err;
+	const struct nh_table *nt;
+	bool (*pred)(void *ctx, const struct fib_route *r); /* filter edits */
+	void *pred_ctx;
+};
+
+/* Where a route of @metric goes: after those with a lower metric. */
+static unsigned int fib_metric_pos(const struct fib_route *run, unsigned int n, uint32_t metric)
+{
+	unsigned int i = 0;
+
+	while (i < n && run[i].metric < metric)
+		i++;
+	return i;
+}
+
+static unsigned int fib_insert_at(const struct fib_route *old, unsigned int n, unsigned int at,
+				  const struct fib_route *r, struct fib_route *out)
+{
+	memcpy(out, old, at * sizeof(*out));
+	out[at] = *r;
+	memcpy(out + at + 1, old + at, (n - at) * sizeof(*out));
+	return n + 1;
+}
+
+/*
+ * The kernel's fib_table_insert on one prefix's routes, ordered by metric:
+ * routes of one metric are one "key"; EXCL refuses it, REPLACE replaces
+ * its first route, APPEND adds after it, plain CREATE before it. An
+ * identical route (type and nexthop) is -EEXIST, or nothing to do for a
+ * REPLACE (-EALREADY, turned into success by the caller).
+ */
+static int fib_add_fn(void *ctx, const struct fib_route *old, unsigned int n, struct fib_route *out,
+		      unsigned int cap)
+{
+	struct fib_edit *ed = ctx;
+	const struct fib_route *r = &ed->route;
+	unsigned int flags = ed->rc->flags;
+	unsigned int fa = fib_metric_pos(old, n, r->metric), end = fa, i;
+
+	while (end < n && old[end].metric == r->metric)
+		end++;
+	if (fa < end) {
+		const struct fib_route *match = NULL;
+
+		if (flags & FIB_F_EXCL) {
+			err_set(ed->err, "route exists");
+			return -EEXIST;
+		}
+		for (i = fa; i < end && !match; i++) {
+			if (old[i].type == r->type && old[i].nh == r->nh)
+				match = &old[i];
+		}
+		if (flags & FIB_F_REPLACE) {
+			if (match)
+				return -EALREADY;
+			memcpy(out, old, n * sizeof(*out));
+			ed->removed[ed->n_removed++] = out[fa];
+			out[fa] = *r;
+			return (int)n;
+		}
+		if (match) {
+			err_set(ed->err, "an identical route exists");
+			return -EEXIST;
+		}
+		if (!(flags & FIB_F_CREATE)) {
+			err_set(ed->err, "no such route (and no create flag)");
+			return -ENOENT;
+		}
+		if (n >= cap)
+			goto full;
+		return (int)fib_insert_at(old, n, (flags & FIB_F_APPEND) ? end : fa, r, out);
+	}
+	if (!(flags & FIB_F_CREATE)) {
+		err_set(ed->err, "no such route (and no create flag)");
+		return -ENOENT;
+	}
+	if (n >= cap)
+		goto full;
+	return (int)fib_insert_at(old, n, fa, r, out);
+full:
+	err_set(ed->err, "more than %u routes share this key", TRIE_LEAF_MAX);
+	return -ENOSPC;
+}
+
+/* Whether the nexthop @nh matches the paths a delete names (the kernel's fib_nh_match). */
+static bool fib_nh_match(const struct fib_rcfg *rc, const struct nh *nh)
+{
+	const struct nh_info *info;
+
+	if (rc->nh_id)
+		return nh && nh->id == rc->nh_id;
+	if (!rc->n_paths)
+		return true;
+	if (!nh || nh->id)
+		return false;
+	info = nh->info;
+	if (info->n != rc->n_paths)
+		return false;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		const struct nh_path *want = &rc->paths[i], *have = &info->path[i];
+
+		if (want->ifindex && want->ifindex != have->ifindex)
+			return false;
+		if (want->gw_family == AF_INET &&
+		    (have->gw_family != AF_INET || want->gw.v4.s_addr != have->gw.v4.s_addr))
+			return false;
+		if (want->gw_family == AF_INET6 &&
+		    (have->gw_family != AF_INET6 ||
+		     memcmp(&want->gw.v6, &have->gw.v6, sizeof(want->gw.v6)) != 0))
+			return false;
+	}
+	return true;
+}
+
+static bool fib_del_match(const struct fib_rcfg *rc, const struct fib_route *r)
+{
+	return (!rc->type || r->type == rc->type) && (!rc->proto || r->proto == rc->proto) &&
+	       (!rc->scope || r->scope == rc->scope) && (!rc->metric || r->metric == rc->metric) &&
+	       fib_nh_match(rc, r->nh);
+}
+
+/* The kernel's fib_table_delete on one prefix: the first route that matches goes. */
+static int fib_del_fn(void *ctx, const struct fib_route *old, unsigned int n, struct fib_route *out,
+		      unsigned int cap)
+{
+	struct fib_edit *ed = ctx;
+
+	(void)cap;
+	for (unsigned int i = 0; i < n; i++) {
+		if (!fib_del_match(ed->rc, &old[i]))
+			continue;
+		ed->removed[ed->n_removed++] = old[i];
+		memcpy(out, old, i * sizeof(*out));
+		memcpy(out + i, old + i + 1, (n - i - 1) * sizeof(*out));
+		return (int)n - 1;
+	}
+	err_set(ed->err, "no such route");
+	return -ESRCH;
+}
+
+/* Keeps the routes @ed->pred refuses; takes out the others. */
+static int fib_filter_fn(void *ctx, const struct fib_route *old, unsigned int n,
+			 struct fib_route *out, unsigned int cap)
+{
+	struct fib_edit *ed = ctx;
+	unsigned int k = 0;
+
+	(void)cap;
+	for (unsigned int i = 0; i < n; i++) {
+		if (ed->pred(ed->pred_ctx, &old[i]))
+			ed->removed[ed->n_removed++] = old[i];
+		else
+			out[k++] = old[i];
+	}
+	return k == n ? -EALREADY : (int)k;
+}
+
+static int fib_table_edit(struct fib_table *tb, const struct addr_prefix *p, trie_edit_fn *fn,
+			  struct fib_edit *ed)
+{
+	if (tb->family == AF_INET)
+		return trie4_edit(tb->t4, addr_key4(&p->a), p->plen, fn, ed);
+	return trie6_edit(tb->t6, addr_key6(&p->a), p->plen, fn, ed);
+}
+
+static void fib_release_removed(struct fib *f, struct fib_edit *ed)
+{
+	for (unsigned int i = 0; i < ed->n_removed; i++) {
+		if (ed->removed[i].nh)
+			nh_put(f->nt, ed->removed[i].nh);
+	}
+	ed->n_removed = 0;
+}
+
+/* Checks what a route add or delete names before anything changes. */
+static int fib_rcfg_check(const struct fib_rcfg *rc, bool add, struct errbuf *err)
+{
+	const struct addr_prefix *p = &rc->dst;
+
+	if (p->a.family != AF_INET && p->a.family != AF_INET6) {
+		err_set(err, "address family %u is neither IPv4 nor IPv6", p->a.family);
+		return -EAFNOSUPPORT;
+	}
+	if (p->plen > addr_bits(p->a.family)) {
+		err_set(err, "prefix length %u is longer than %u", p->plen, addr_bits(p->a.family));
+		return -EINVAL;
+	}
+	if (addr_has_host_bits(&p->a, p->plen)) {
+		err_set(err, "host bits set past the prefix length");
+		return -EINVAL;
+	}
+	if (rc->type > FIB_RT_MAX) {
+		err_set(err, "route type %u is unknown", rc->type);
+		return -EINVAL;
+	}
+	if (!add)
+		return 0;
+	if (rc->nh_id && rc->n_paths) {
+		err_set(err, "a nexthop id and gateways cannot be given together");
+		return -EINVAL;
+	}
+	if (fib_rtype_is_error(rc->type) && (rc->nh_id || rc->n_paths)) {
+		err_set(err, "a %s route takes no gateway, device or nexthop",
+			fib_rtype_name(rc->type));
+		return -EINVAL;
+	}
+	if ((rc->type == FIB_RT_UNICAST || rc->type == FIB_RT_UNSPEC) && !rc->nh_id &&
+	    !rc->n_paths) {
+		err_set(err, "a unicast route needs a gateway, a device or a nexthop id");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Prefixes the message in @err with the route it is about. */
+static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_t table)
+{
+	char p[ADDR_STRLEN];
+
+	addr_prefix_format(&rc->dst, p, sizeof(p));
+	err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
+}
+
+int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	uint32_t table = rc->table ? rc->table : FIB_TABLE_MAIN;
+	struct fib_edit ed;
+	struct fib_table *tb;
+	struct nh *nh = NULL;
+	int ret;
+
+	err_clear(err);
+	ret = fib_rcfg_check(rc, true, err);
+	if (ret)
+		goto out;
+	if (rc->nh_id)
+		nh = nh_get_id(f->nt, rc->nh_id, &ret, err);
+	else if (rc->n_paths)
+		nh = nh_get_paths(f->nt, rc->paths, rc->n_paths, &ret, err);
+	if (ret)
+		goto out;
+	tb = fib_table_obtain(f, table, rc->dst.a.family);
+	if (!tb) {
+		err_set(err, "out of memory for table %u", table);
+		ret = -ENOMEM;
+		goto put_nh;
+	}
+	ed.rc = rc;
+	ed.err = err;
+	ed.n_removed = 0;
+	ed.route = (struct fib_route){
+		.nh = nh,
+		.metric = rc->metric,
+		.plen = rc->dst.plen,
+		.type = rc->type ? rc->type : FIB_RT_UNICAST,
+		.proto = rc->proto,
+		.scope = rc->scope,
+	};
+	ret = fib_table_edit(tb, &rc->dst, fib_add_fn, &ed);
+	if (ret == -EALREADY) {
+		ret = 0;
+		goto put_nh;
+	}
+	if (ret)
+		goto put_nh;
+	fib_release_removed(f, &ed);
+	return 0;
+put_nh:
+	if (nh)
+		nh_put(f->nt, nh);
+out:
+	if (ret == -ENOMEM && !err_is_set(err))
+		err_set(err, "out of memory");
+	if (ret)
+		fib_err_where(err, rc, table);
+	return ret;
+}
+
+int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	uint32_t table = rc->table ? rc->table : FIB_TABLE_MAIN;
+	struct fib_edit ed;
+	struct fib_table *tb;
+	int ret;
+
+	err_clear(err);
+	ret = fib_rcfg_check(rc, false, err);
+	if (ret)
+		goto out;
+	tb = fib_table_get(f, table, rc->dst.a.family);
+	if (!tb) {
+		err_set(err, "no such route (no table %u)", table);
+		ret = -ESRCH;
+		goto out;
+	}
+	ed.rc = rc;
+	ed.err = err;
+	ed.n_removed = 0;
+	ret = fib_table_edit(tb, &rc->dst, fib_del_fn, &ed);
+	if (ret)
+		goto out;
+	fib_release_removed(f, &ed);
+	return 0;
+out:
+	fib_err_where(err, rc, table);
+	return ret;
+}
+
+/* Writer: the routes of @tb that @pred picks go; leaf by leaf, prefix by prefix. */
+static int fib_table_filter(struct fib *f, struct fib_table *tb,
+			    bool (*pred)(void *ctx, const struct fib_route *r), void *ctx)
+{
+	struct fib_edit ed = { .pred = pred, .pred_ctx = ctx };
+	const struct fib_route *routes;
+	unsigned int n;
+	int ret;
+
+	if (tb->family == AF_INET) {
+		uint32_t from = 0, key;
+
+		while (trie4_next_rcu(tb->t4, from, &key, &routes, &n) == 0) {
+			/* The leaf changes under us: copy its prefix lengths first. */
+			uint8_t plens[TRIE_LEAF_MAX];
+			unsigned int np = 0;
+
+			for (unsigned int i = 0; i < n; i++) {
+				if (pred(ctx, &routes[i]) && (np == 0 || plens[np - 1] != routes[i].plen))
+					plens[np++] = routes[i].plen;
+			}
+			for (unsigned int i = 0; i < np; i++) {
+				ret = trie4_edit(tb->t4, key, plens[i], fib_filter_fn, &ed);
+				if (ret && ret != -EALREADY)
+					return ret;
+				fib_release_removed(f, &ed);
+			}
+			if (key == UINT32_MAX)
+				break;
+			from = key + 1;
+		}
+	} else {
+		trie_key6 from = 0, key;
+
+		while (trie6_next_rcu(tb->t6, from, &key, &routes, &n) == 0) {
+			uint8_t plens[TRIE_LEAF_MAX];
+			unsigned int np = 0;
+
+			for (unsigned int i = 0; i < n; i++) {
+				if (pred(ctx, &routes[i]) && (np == 0 || plens[np - 1] != routes[i].plen))
+					plens[np++] = routes[i].plen;
+			}
+			for (unsigned int i = 0; i < np; i++) {
+				ret = trie6_edit(tb->t6, key, plens[i], fib_filter_fn, &ed);
+				if (ret && ret != -EALREADY)
+					return ret;
+				fib_release_removed(f, &ed);
+			}
+			if (key == ~(trie_key6)0)
+				break;
+			from = key + 1;
+		}
+	}
+	return 0;
+}
+
+static bool fib_pred_all(void *ctx, const struct fib_route *r)
+{
+	(void)ctx;
+	(void)r;
+	return true;
+}
+
+int fib_table_flush(struct fib *f, uint32_t table, int family)
+{
+	for (unsigned int i = 0; i < f->tables->n; i++) {
+		struct fib_table *tb = f->tables->t[i];
+		int ret;
+
+		if ((table && tb->id != table) || (family != AF_UNSPEC && tb->family != family))
+			continue;
+		ret = fib_table_filter(f, tb, fib_pred_all, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------ nexthop objects */
+
+int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags,
+	       struct errbuf *err)
+{
+	err_clear(err);
+	return nh_obj_set(f->nt, cfg, flags, err);
+}
+
+struct fib_nh_doomed {
+	struct nh *nh[1 + NH_MAX_PATHS * 4];
+	unsigned int n;
+	struct nh *victim;
+};
+
+static bool fib_pred_uses(void *ctx, const struct fib_route *r)
+{
+	const struct fib_nh_doomed *d = ctx;
+
+	for (unsigned int i = 0; i < d->n; i++) {
+		if (r->nh == d->nh[i])
+			return true;
+	}
+	return false;
+}
+
+/* Groups whose only member is the victim: they go with it. */
+static void fib_nh_collect_emptied(void *ctx, struct nh *g)
+{
+	struct fib_nh_doomed *d = ctx;
+	const struct nh_info *gi = g->info;
+
+	if (gi->kind == NH_KIND_GROUP && gi->n == 1 && gi->path[0].member == d->victim &&
+	    d->n < sizeof(d->nh) / sizeof(d->nh[0]))
+		d->nh[d->n++] = g;
+}
+
+int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err)
+{
+	struct fib_nh_doomed *d;
+	struct nh *nh = nh_find_id(f->nt, id);
+	unsigned int n_emptied;
+	int ret = 0;
+
+	err_clear(err);
+	if (!nh) {
+		err_set(err, "nexthop id %u does not exist", id);
+		return -ENOENT;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		err_set(err, "out of memory deleting nexthop %u", id);
+		return -ENOMEM;
+	}
+	d->victim = nh;
+	d->nh[d->n++] = nh;
+	nh_for_each_obj(f->nt, fib_nh_collect_emptied, d);
+	if (d->n > nh->nr_groups + 1u || d->n == sizeof(d->nh) / sizeof(d->nh[0])) {
+		err_set(err, "nexthop %u: too many groups to empty at once", id);
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* The routes go first, then the objects: nothing may point at a deleted one. */
+	for (unsigned int i = 0; i < f->tables->n; i++) {
+		ret = fib_table_filter(f, f->tables->t[i], fib_pred_uses, d);
+		if (ret) {
+			err_set(err, "nexthop %u: could not remove its routes (%s)", id,
+				strerror(-ret));
+			goto out;
+		}
+	}
+	ret = nh_obj_del(f->nt, nh, d->nh + 1, d->n - 1, &n_emptied, err);
+	for (unsigned int i = 0; !ret && i < n_emptied; i++) {
+		unsigned int none;
+
+		ret = nh_obj_del(f->nt, d->nh[1 + i], NULL, 0, &none, err);
+	}
+out:
+	free(d);
+	return ret;
+}
+
+/* --------------------------------------------------------------- readers */
+
+const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
+				      struct addr_prefix *prefix)
+{
+	const struct fib_table *tb = fib_table_get_rcu(f, table ? table : FIB_TABLE_MAIN, a->family);
+	const struct fib_route *r;
+
+	if (!tb)
+		return NULL;
+	if (a->family == AF_INET)
+		r = trie4_lookup_rcu(tb->t4, addr_key4(a));
+	else
+		r = trie6_lookup_rcu(tb->t6, addr_key6(a));
+	if (r && prefix) {
+		prefix->a = *a;
+		prefix->plen = r->plen;
+		addr_mask(&prefix->a, r->plen);
+	}
+	return r;
+}
+
+int fib_walk_rcu(const struct fib_table *tb,
+		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
+		 void *ctx)
+{
+	const struct fib_route *routes;
+	struct addr_prefix p;
+	unsigned int n;
+	int ret;
+
+	if (tb->family == AF_INET) {
+		uint32_t from = 0, key;
+
+		while (trie4_next_rcu(tb->t4, from, &key, &routes, &n) == 0) {
+			addr_from_key4(&p.a, key);
+			for (unsigned int i = 0; i < n; i++) {
+				p.plen = routes[i].plen;
+				ret = fn(ctx, &p, &routes[i]);
+				if (ret)
+					return ret;
+			}
+			if (key == UINT32_MAX)
+				break;
+			from = key + 1;
+		}
+	} else {
+		trie_key6 from = 0, key;
+
+		while (trie6_next_rcu(tb->t6, from, &key, &routes, &n) == 0) {
+			addr_from_key6(&p.a, key);
+			for (unsigned int i = 0; i < n; i++) {
+				p.plen = routes[i].plen;
+				ret = fn(ctx, &p, &routes[i]);
+				if (ret)
+					return ret;
+			}
+			if (key == ~(trie_key6)0)
+				break;
+			from = key + 1;
+		}
+	}
+	return 0;
+}
+
+void fib_get_state(const struct fib *f, struct fib_state *st)
+{
+	const struct fib_tables *ts;
+
+	memset(st, 0, sizeof(*st));
+	urcu_memb_read_lock();
+	ts = rcu_dereference(f->tables);
+	st->tables = ts->n;
+	for (unsigned int i = 0; i < ts->n; i++) {
+		if (ts->t[i]->family == AF_INET)
+			st->routes4 += trie4_routes(ts->t[i]->t4);
+		else
+			st->routes6 += trie6_routes(ts->t[i]->t6);
+	}
+	urcu_memb_read_unlock();
+	nh_table_counts(f->nt, &st->nh_anonymous, &st->nh_objects);
+	reclaim_get_stats(f->rc, &st->reclaim);
+	mem_get_stats(f->mem, &st->mem);
+}
+
+void fib_table_stats_rcu(const struct fib_table *tb, struct trie_stats *st)
+{
+	if (tb->family == AF_INET)
+		trie4_get_stats(tb->t4, st);
+	else
+		trie6_get_stats(tb->t6, st);
+}
+
+int fib_check(const struct fib *f, struct errbuf *err)
+{
+	for (unsigned int i = 0; i < f->tables->n; i++) {
+		const struct fib_table *tb = f->tables->t[i];
+		int ret = tb->family == AF_INET ? trie4_check(tb->t4, err) : trie6_check(tb->t6, err);
+
+		if (ret) {
+			err_prefix(err, "table %u %s", tb->id, tb->family == AF_INET ? "inet" : "inet6");
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- printing */
+
+static size_t fib_path_format(const struct nh_path *p, char *buf, size_t size)
+{
+	char gw[ADDR_STRLEN];
+	size_t n = 0;
+
+	if (p->gw_family == AF_INET || p->gw_family == AF_INET6) {
+		inet_ntop(p->gw_family, &p->gw, gw, sizeof(gw));
+		n += (size_t)snprintf(buf + n, size - n, " via %s", gw);
+	}
+	if (p->ifindex && n < size)
+		n += (size_t)snprintf(buf + n, size - n, " dev %u", p->ifindex);
+	return n < size ? n : size - 1;
+}
+
+void fib_route_format(const struct addr_prefix *p, const struct fib_route *r, char *buf,
+		      size_t size)
+{
+	char pfx[ADDR_STRLEN];
+	size_t n = 0;
+
+	addr_prefix_format(p, pfx, sizeof(pfx));
+	if (r->type != FIB_RT_UNICAST)
+		n += (size_t)snprintf(buf + n, size - n, "%s ", fib_rtype_name(r->type));
+	n += (size_t)snprintf(buf + n, size - n, "%s", pfx);
+	if (r->nh && n < size) {
+		const struct nh_info *info = nh_info_rcu(r->nh);
+
+		if (r->nh->id)
+			n += (size_t)snprintf(buf + n, size - n, " nhid %u", r->nh->id);
+		if (info->kind == NH_KIND_BLACKHOLE && n < size)
+			n += (size_t)snprintf(buf + n, size - n, " blackhole");
+		else if (info->n == 1 && n < size)
+			n += fib_path_format(&info->path[0], buf + n, size - n);
+		for (unsigned int i = 0; info->n > 1 && i < info->n && n < size; i++) {
+			n += (size_t)snprintf(buf + n, size - n, " nexthop");
+			if (n < size)
+				n += fib_path_format(&info->path[i], buf + n, size - n);
+			if (n < size)
+				n += (size_t)snprintf(buf + n, size - n, " weight %u",
+						      info->path[i].weight);
+		}
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, " proto %u metric %u", r->proto, r->metric);
+}

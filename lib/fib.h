@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblcfib: a FIB of routes in LC-tries, one per (table id, family), with
+ * shared nexthops, netlink's route semantics, lock-free readers, and
+ * reclamation bounded by sync-mem.
+ *
+ * Threads. One writer thread makes every change (fib_new, fib_route_*,
+ * fib_nh_*, fib_table_flush, fib_destroy). Readers are threads registered
+ * with fib_reader_register(); they call the *_rcu functions between
+ * fib_read_lock() and fib_read_unlock(), never take a lock, and never wait
+ * for the writer. What a reader gets is valid until its fib_read_unlock().
+ * fib_set_sync_mem(), fib_get_sync_mem() and fib_get_state() may be called
+ * from any thread.
+ */
+#ifndef LCFIB_FIB_H
+#define LCFIB_FIB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "lib/addr.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "lib/nh.h"
+#include "lib/reclaim.h"
+#include "lib/route.h"
+#include "lib/trie.h"
+
+/* Netlink's request flags, with the same meaning (NLM_F_*). */
+#define FIB_F_CREATE 0x1
+#define FIB_F_EXCL 0x2
+#define FIB_F_REPLACE 0x4
+#define FIB_F_APPEND 0x8
+
+#define FIB_TABLE_MAIN 254  /* RT_TABLE_MAIN */
+#define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
+
+struct fib;
+
+struct fib_table {
+	uint32_t id;
+	uint8_t family; /* AF_INET or AF_INET6 */
+	union {
+		struct trie4 *t4;
+		struct trie6 *t6;
+	};
+};
+
+/*
+ * A route to add or delete, as netlink describes it (the kernel's
+ * fib_config). For a delete, as in the kernel, zero fields match
+ * anything: type, proto, scope, metric, and the nexthop when nh_id and
+ * n_paths are 0; a path's zero gateway family or zero ifindex match any.
+ */
+struct fib_rcfg {
+	struct addr_prefix dst;
+	uint32_t table;  /* 0: main */
+	uint8_t type;    /* enum fib_rtype; 0: unicast on add */
+	uint8_t proto;   /* RTPROT_*; 0 on add: boot */
+	uint8_t scope;   /* RT_SCOPE_*; on add 0 is universe */
+	uint32_t metric; /* RTA_PRIORITY */
+	uint32_t nh_id;  /* RTA_NH_ID: use this nexthop object */
+	unsigned int n_paths;
+	const struct nh_path *paths; /* RTA_GATEWAY/RTA_OIF (1) or RTA_MULTIPATH */
+	unsigned int flags;          /* FIB_F_* */
+};
+
+struct fib_state {
+	uint64_t routes4, routes6;
+	uint64_t tables;
+	uint64_t nh_anonymous, nh_objects;
+	struct reclaim_stats reclaim;
+	struct mem_stats mem;
+};
+
+/* Returns NULL with errno set. */
+struct fib *fib_new(void);
+/* Frees everything. Writer; no reader may still use the FIB. */
+void fib_destroy(struct fib *f);
+
+/* Any thread. Returns 0 or -ERANGE (64 KiB..64 MiB), nothing changed. */
+int fib_set_sync_mem(struct fib *f, uint64_t bytes);
+uint64_t fib_get_sync_mem(const struct fib *f);
+
+/*
+ * Writer. Adds a route with netlink's semantics (those of IPv4's
+ * fib_table_insert for both families): routes are identified by prefix
+ * and metric; EXCL fails with -EEXIST on one, REPLACE replaces the first
+ * (or creates with CREATE), APPEND adds after the routes of the same
+ * metric, no flag adds before them; a duplicate of type and nexthop is
+ * -EEXIST, and without CREATE a missing route is -ENOENT. Other errors:
+ * -EINVAL (bad prefix, type, paths), -ENOENT (no nexthop object), -ENOSPC,
+ * -ENOMEM. On error nothing changed and @err says why.
+ */
+int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
+/* Writer. Deletes the first route that matches (see struct fib_rcfg); -ESRCH when none. */
+int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
+/* Writer. Removes every route of @table (0: all tables) and @family (AF_UNSPEC: both). */
+int fib_table_flush(struct fib *f, uint32_t table, int family);
+
+/* Writer. Nexthop objects (RTM_NEWNEXTHOP / RTM_DELNEXTHOP). */
+int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags,
+	       struct errbuf *err);
+/* Deletes object @id and every route that uses it, directly or through a group. */
+int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err);
+
+/* Reader or writer. The table, or NULL. Tables live as long as the FIB. */
+const struct fib_table *fib_table_get_rcu(const struct fib *f, uint32_t id, int family);
+
+/* Reader: lookups in one table. IPv4 addresses in host byte order. */
+static inline const struct fib_route *fib_lookup4_rcu(const struct fib_table *tb, uint32_t addr)
+{
+	return trie4_lookup_rcu(tb->t4, addr);
+}
+
+static inline void fib_lookup4_batch_rcu(const struct fib_table *tb, const uint32_t *addr,
+					 const struct fib_route **res, unsigned int n)
+{
+	trie4_lookup_batch_rcu(tb->t4, addr, res, n);
+}
+
+static inline const struct fib_route *fib_lookup6_rcu(const struct fib_table *tb,
+						      const struct in6_addr *addr)
+{
+	return trie6_lookup_rcu(tb->t6, addr_key6_raw(addr));
+}
+
+/*
+ * Reader: the route a lookup of @a in table @table picks and its prefix
+ * (`ip route get fibmatch`). Returns NULL when nothing matches.
+ */
+const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
+				      struct addr_prefix *prefix);
+
+/*
+ * Reader: iteration in prefix order, tolerant of concurrent updates. Calls
+ * @fn for each route of @tb from the start; a nonzero return stops the
+ * walk and is returned.
+ */
+int fib_walk_rcu(const struct fib_table *tb,
+		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
+		 void *ctx);
+
+/* Any thread. Counters, reclamation and memory. */
+void fib_get_state(const struct fib *f, struct fib_state *st);
+/* Reader or writer. Trie statistics of one table. */
+void fib_table_stats_rcu(const struct fib_table *tb, struct trie_stats *st);
+/* Writer. Checks the invariants of every trie; -EUCLEAN with a message. */
+int fib_check(const struct fib *f, struct errbuf *err);
+/* Writer: waits until everything retired so far is freed (tests, shutdown). */
+void fib_reclaim_barrier(struct fib *f);
+
+/* Prints a route ("10.0.0.0/8 via 192.0.2.1 dev 3 proto static metric 20"). Reader. */
+void fib_route_format(const struct addr_prefix *p, const struct fib_route *r, char *buf,
+		      size_t size);
+const char *fib_rtype_name(unsigned int type);
+/* Parses a type name ("unicast", "blackhole", ...); -EINVAL when unknown. */
+int fib_rtype_parse(const char *s, uint8_t *type);
+
+/* Readers: RCU registration and read-side sections (liburcu memb flavour). */
+static inline void fib_reader_register(void)
+{
+	urcu_memb_register_thread();
+}
+
+static inline void fib_reader_unregister(void)
+{
+	urcu_memb_unregister_thread();
+}
+
+static inline void fib_read_lock(void)
+{
+	urcu_memb_read_lock();
+}
+
+static inline void fib_read_unlock(void)
+{
+	urcu_memb_read_unlock();
+}
+
+#endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/mem.h"
+
+#define MEM_GRAIN 8
+#define MEM_NR_SIZES (MEM_SLAB_MAX / MEM_GRAIN)
+#define MEM_CHUNK_SIZE (64 * 1024)
+
+/*
+ * Sanitizer builds send everything to malloc, so that ASan sees each
+ * object's lifetime (a use after a grace period is then a report, not a
+ * silent read of a recycled slab object).
+ */
+#ifdef LCFIB_MEM_MALLOC_ONLY
+#define MEM_SLAB_LIMIT 0
+#else
+#define MEM_SLAB_LIMIT MEM_SLAB_MAX
+#endif
+
+/* A free object: its first word links the free list. */
+struct mem_free_obj {
+	struct mem_free_obj *next;
+};
+
+/* The head of every chunk; the chunks of a mem form a list for mem_destroy(). */
+struct mem_chunk {
+	struct mem_chunk *next;
+	uint64_t pad; /* keeps objects 16-byte aligned */
+};
+
+struct mem_slab {
+	struct mem_free_obj *local;          /* writer's free list */
+	_Atomic(struct mem_free_obj *) remote; /* frees from any thread */
+	char *carve, *carve_end;             /* unused tail of the newest chunk */
+};
+
+/*
+ * Counters are split by who writes them, so the writer and the reclaimer
+ * never share a cache line on the hot path: allocations are counted by
+ * the writer alone, frees (from any thread) on lines of their own.
+ */
+struct mem_alloc_counts {
+	uint64_t objects[MEM_CLASS_MAX];
+	uint64_t bytes[MEM_CLASS_MAX];
+	uint64_t slab_bytes; /* served from slabs */
+	uint64_t chunk_bytes;
+};
+
+struct mem_free_counts {
+	_Atomic uint64_t objects[MEM_CLASS_MAX];
+	_Atomic uint64_t bytes[MEM_CLASS_MAX];
+	_Atomic uint64_t slab_bytes;
+};
+
+struct mem {
+	struct mem_slab slab[MEM_NR_SIZES];
+	struct mem_chunk *chunks; /* writer only */
+	struct mem_alloc_counts a __attribute__((aligned(64)));
+	struct mem_free_counts f __attribute__((aligned(64)));
+};
+
+#define MEM_STORE(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define MEM_LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+static const char *const mem_class_names[MEM_CLASS_MAX] = {
+	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nexthop",
+	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "nh-hash",
+	[MEM_RECLAIM] = "reclaim",
+};
+
+const char *mem_class_name(enum mem_class c)
+{
+	return (unsigned int)c < MEM_CLASS_MAX ? mem_class_names[c] : "?";
+}
+
+struct mem *mem_new(void)
+{
+	return calloc(1, sizeof(struct mem));
+}
+
+void mem_destroy(struct mem *m)
+{
+	struct mem_chunk *c, *next;
+
+	if (!m)
+		return;
+	for (c = m->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(m);
+}
+
+static size_t mem_round(size_t size)
+{
+	return (size + MEM_GRAIN - 1) & ~(size_t)(MEM_GRAIN - 1);
+}
+
+/* Gives the slab a fresh chunk to carve from. */
+static int mem_slab_grow(struct mem *m, struct mem_slab *s)
+{
+	struct mem_chunk *c = malloc(MEM_CHUNK_SIZE);
+
+	if (!c)
+		return -ENOMEM;
+	c->next = m->chunks;
+	m->chunks = c;
+	s->carve = (char *)(c + 1);
+	s->carve_end = (char *)c + MEM_CHUNK_SIZE;
+	MEM_STORE(m->a.chunk_bytes, m->a.chunk_bytes + MEM_CHUNK_SIZE - sizeof(*c));
+	return 0;
+}
+
+static void *mem_slab_alloc(struct mem *m, size_t size)
+{
+	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
+	struct mem_free_obj *o = s->local;
+	void *p;
+
+	if (!o) {
+		o = atomic_exchange_explicit(&s->remote, NULL, memory_order_acquire);
+		if (!o && s->carve + size > s->carve_end) {
+			/*
+			 * The tail of the old chunk that cannot hold one more object
+			 * stays unused: at most MEM_SLAB_MAX bytes per 64 KiB.
+			 */
+			if (mem_slab_grow(m, s) < 0)
+				return NULL;
+		}
+	}
+	if (o) {
+		s->local = o->next;
+		/* Free objects are cold: warm the next one for the next call. */
+		__builtin_prefetch(s->local, 1);
+		p = o;
+	} else {
+		p = s->carve;
+		s->carve += size;
+	}
+	MEM_STORE(m->a.slab_bytes, m->a.slab_bytes + size);
+	return p;
+}
+
+void *mem_alloc(struct mem *m, enum mem_class c, size_t size)
+{
+	void *p;
+
+	size = mem_round(size ? size : 1);
+	if (size <= MEM_SLAB_LIMIT) {
+		p = mem_slab_alloc(m, size);
+	} else {
+		p = malloc(size);
+	}
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	MEM_STORE(m->a.objects[c], m->a.objects[c] + 1);
+	MEM_STORE(m->a.bytes[c], m->a.bytes[c] + size);
+	return p;
+}
+
+void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
+{
+	if (!p)
+		return;
+	size = mem_round(size ? size : 1);
+	atomic_fetch_add_explicit(&m->f.objects[c], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->f.bytes[c], size, memory_order_relaxed);
+	if (size > MEM_SLAB_LIMIT) {
+		free(p);
+		return;
+	}
+
+	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
+	struct mem_free_obj *o = p;
+	struct mem_free_obj *head = atomic_load_explicit(&s->remote, memory_order_relaxed);
+
+	/* Push only; the writer takes the whole list at once, so there is no ABA. */
+	do
+		o->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&s->remote, &head, o, memory_order_release,
+						      memory_order_relaxed));
+	atomic_fetch_add_explicit(&m->f.slab_bytes, size, memory_order_relaxed);
+}
+
+void mem_get_stats(const struct mem *m, struct mem_stats *st)
+{
+	struct mem *mm = (struct mem *)m; /* atomics need a non-const object */
+	uint64_t slab_live, slab_freed;
+
+	memset(st, 0, sizeof(*st));
+	for (int c = 0; c < MEM_CLASS_MAX; c++) {
+		/* Frees first: a free is never counted before its allocation. */
+		uint64_t fo = atomic_load_explicit(&mm->f.objects[c], memory_order_acquire);
+		uint64_t fb = atomic_load_explicit(&mm->f.bytes[c], memory_order_acquire);
+
+		st->cls[c].allocs = MEM_LOAD(mm->a.objects[c]);
+		st->cls[c].frees = fo;
+		st->cls[c].objects = st->cls[c].allocs - fo;
+		st->cls[c].bytes = MEM_LOAD(mm->a.bytes[c]) - fb;
+		st->live_bytes += st->cls[c].bytes;
+	}
+	slab_freed = atomic_load_explicit(&mm->f.slab_bytes, memory_order_acquire);
+	slab_live = MEM_LOAD(mm->a.slab_bytes) - slab_freed;
+	st->slab_bytes = MEM_LOAD(mm->a.chunk_bytes);
+	st->slab_free_bytes = st->slab_bytes > slab_live ? st->slab_bytes - slab_live : 0;
+	st->large_bytes = st->live_bytes > slab_live ? st->live_bytes - slab_live : 0;
+}

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "lib/reclaim.h"
+
+/*
+ * Retired objects are recorded in batches outside the objects themselves,
+ * so nothing in the trie pays for an rcu_head: 16 bytes of bookkeeping
+ * exist only while an object waits for its grace period.
+ */
+struct reclaim_item {
+	void *p;
+	uint32_t size;
+	uint32_t cls;
+};
+
+#define RECLAIM_BATCH_ITEMS 1023 /* a batch is 16 KiB */
+
+struct reclaim_batch {
+	struct reclaim_batch *next;
+	uint32_t n;
+	struct reclaim_item item[RECLAIM_BATCH_ITEMS];
+};
+
+/* Background freeing starts once this share of sync-mem waits, or after RECLAIM_LINGER_NS. */
+#define RECLAIM_WAKE_DIVISOR 2
+#define RECLAIM_LINGER_NS (10 * 1000 * 1000)
+
+struct reclaim {
+	struct mem *mem;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* background thread: work, flush or stop */
+	pthread_cond_t done; /* a taken list was freed */
+
+	/* Under lock. */
+	struct reclaim_batch *open; /* retired, not yet taken; head is being filled */
+	uint64_t open_bytes;
+	bool busy;  /* the background thread holds a taken list */
+	bool flush; /* take the open list now */
+	bool stop;
+
+	/* Written by the writer; read anywhere. */
+	_Atomic uint64_t sync_mem __attribute__((aligned(64)));
+	_Atomic uint64_t forced_waits, wait_ns_total, wait_ns_max;
+	_Atomic uint64_t retired_bytes, peak_pending, max_object, retired_objects;
+	/* Written by whoever frees, on a line of its own. */
+	_Atomic uint64_t freed_bytes __attribute__((aligned(64)));
+	_Atomic uint64_t background_batches;
+};
+
+static uint64_t reclaim_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void reclaim_count_freed(struct reclaim *r, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&r->freed_bytes, bytes, memory_order_relaxed);
+}
+
+/* Call after a grace period that began after every object in @b was retired. */
+static void reclaim_free_batches(struct reclaim *r, struct reclaim_batch *b)
+{
+	struct reclaim_batch *next;
+	uint64_t bytes = 0;
+
+	for (; b; b = next) {
+		next = b->next;
+		for (uint32_t i = 0; i < b->n; i++) {
+			mem_free(r->mem, b->item[i].cls, b->item[i].p, b->item[i].size);
+			bytes += b->item[i].size;
+		}
+		mem_free(r->mem, MEM_RECLAIM, b, sizeof(*b));
+	}
+	reclaim_count_freed(r, bytes);
+}
+
+/* Takes the open list. Call with the lock held. */
+static struct reclaim_batch *reclaim_take_locked(struct reclaim *r)
+{
+	struct reclaim_batch *b = r->open;
+
+	r->open = NULL;
+	r->open_bytes = 0;
+	r->flush = false;
+	return b;
+}
+
+static void *reclaim_thread(void *arg)
+{
+	struct reclaim *r = arg;
+	struct reclaim_batch *b;
+	struct timespec until;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		while (!r->stop && !r->open)
+			pthread_cond_wait(&r->wake, &r->lock);
+		if (r->stop)
+			break;
+		/* Let a batch gather, unless enough waits already or a flush asks. */
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += RECLAIM_LINGER_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		while (!r->stop && !r->flush && r->open &&
+		       r->open_bytes < atomic_load(&r->sync_mem) / RECLAIM_WAKE_DIVISOR) {
+			if (pthread_cond_timedwait(&r->wake, &r->lock, &until) == ETIMEDOUT)
+				break;
+		}
+		if (r->stop)
+			break;
+		b = reclaim_take_locked(r);
+		if (!b)
+			continue;
+		r->busy = true;
+		pthread_mutex_unlock(&r->lock);
+
+		urcu_memb_synchronize_rcu();
+		reclaim_free_batches(r, b);
+		atomic_fetch_add_explicit(&r->background_batches, 1, memory_order_relaxed);
+
+		pthread_mutex_lock(&r->lock);
+		r->busy = false;
+		pthread_cond_broadcast(&r->done);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+struct reclaim *reclaim_new(struct mem *m)
+{
+	struct reclaim *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return NULL;
+	r->mem = m;
+	atomic_init(&r->sync_mem, RECLAIM_SYNC_MEM_DEFAULT);
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->wake, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&r->wake);
+		pthread_cond_init(&r->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	pthread_cond_init(&r->done, NULL);
+	err = pthread_create(&r->thread, NULL, reclaim_thread, r);
+	if (err) {
+		pthread_cond_destroy(&r->done);
+		pthread_cond_destroy(&r->wake);
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		errno = err;
+		return NULL;
+	}
+	return r;
+}
+
+/* The writer waits for readers and frees @b itself, and what the background thread holds. */
+static void reclaim_forced_wait(struct reclaim *r, struct reclaim_batch *b)
+{
+	uint64_t t0 = reclaim_now_ns(), dt, max;
+
+	urcu_memb_synchronize_rcu();
+	reclaim_free_batches(r, b);
+	pthread_mutex_lock(&r->lock);
+	while (r->busy)
+		pthread_cond_wait(&r->done, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+
+	dt = reclaim_now_ns() - t0;
+	atomic_fetch_add_explicit(&r->forced_waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->wait_ns_total, dt, memory_order_relaxed);
+	max = atomic_load_explicit(&r->wait_ns_max, memory_order_relaxed);
+	if (dt > max)
+		atomic_store_explicit(&r->wait_ns_max, dt, memory_order_relaxed);
+}
+
+static void reclaim_note_retired(struct reclaim *r, size_t size)
+{
+	uint64_t pending, peak;
+
+	pending = atomic_fetch_add_explicit(&r->retired_bytes, size, memory_order_relaxed) + size -
+		  atomic_load_explicit(&r->freed_bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->retired_objects, 1, memory_order_relaxed);
+	peak = atomic_load_explicit(&r->peak_pending, memory_order_relaxed);
+	if (pending > peak)
+		atomic_store_explicit(&r->peak_pending, pending, memory_order_relaxed);
+	if (size > atomic_load_explicit(&r->max_object, memory_order_relaxed))
+		atomic_store_explicit(&r->max_object, size, memory_order_relaxed);
+}
+
+static uint64_t reclaim_pending(struct reclaim *r)
+{
+	uint64_t freed = atomic_load_explicit(&r->freed_bytes, memory_order_acquire);
+
+	return atomic_load_explicit(&r->retired_bytes, memory_order_relaxed) - freed;
+}
+
+void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
+{
+	struct reclaim_batch *b;
+	bool was_empty;
+
+	pthread_mutex_lock(&r->lock);
+	b = r->open;
+	if (!b || b->n == RECLAIM_BATCH_ITEMS) {
+		b = mem_alloc(r->mem, MEM_RECLAIM, sizeof(*b));
+		if (!b) {
+			/* No room to record it: wait for readers and free it now. */
+			pthread_mutex_unlock(&r->lock);
+			reclaim_note_retired(r, size);
+			reclaim_forced_wait(r, NULL);
+			mem_free(r->mem, c, p, size);
+			reclaim_count_freed(r, size);
+			return;
+		}
+		b->n = 0;
+		b->next = r->open;
+		r->open = b;
+	}
+	was_empty = r->open_bytes == 0 && b->n == 0 && !b->next;
+	b->item[b->n++] = (struct reclaim_item){ .p = p, .size = (uint32_t)size, .cls = c };
+	r->open_bytes += size;
+	reclaim_note_retired(r, size);
+
+	if (reclaim_pending(r) >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed)) {
+		b = reclaim_take_locked(r);
+		pthread_mutex_unlock(&r->lock);
+		reclaim_forced_wait(r, b);
+		return;
+	}
+	if (was_empty ||
+	    r->open_bytes >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed) /
+				     RECLAIM_WAKE_DIVISOR)
+		pthread_cond_signal(&r->wake);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reclaim_flush(struct reclaim *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->open) {
+		r->flush = true;
+		pthread_cond_signal(&r->wake);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reclaim_barrier(struct reclaim *r)
+{
+	struct reclaim_batch *b;
+
+	pthread_mutex_lock(&r->lock);
+	b = reclaim_take_locked(r);
+	pthread_mutex_unlock(&r->lock);
+	urcu_memb_synchronize_rcu();
+	reclaim_free_batches(r, b);
+	pthread_mutex_lock(&r->lock);
+	while (r->busy)
+		pthread_cond_wait(&r->done, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reclaim_destroy(struct reclaim *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = true;
+	pthread_cond_signal(&r->wake);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	reclaim_barrier(r);
+	pthread_cond_destroy(&r->done);
+	pthread_cond_destroy(&r->wake);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+int reclaim_set_sync_mem(struct reclaim *r, uint64_t bytes)
+{
+	if (bytes < RECLAIM_SYNC_MEM_MIN || bytes > RECLAIM_SYNC_MEM_MAX)
+		return -ERANGE;
+	atomic_store(&r->sync_mem, bytes);
+	return 0;
+}
+
+uint64_t reclaim_get_sync_mem(const struct reclaim *r)
+{
+	return atomic_load(&((struct reclaim *)r)->sync_mem);
+}
+
+void reclaim_get_stats(const struct reclaim *r, struct reclaim_stats *st)
+{
+	struct reclaim *rr = (struct reclaim *)r; /* atomics need a non-const object */
+	uint64_t freed = atomic_load(&rr->freed_bytes);
+
+	st->retired_bytes = atomic_load(&rr->retired_bytes);
+	st->freed_bytes = freed;
+	st->pending_bytes = st->retired_bytes - freed;
+	st->sync_mem = atomic_load(&rr->sync_mem);
+	st->forced_waits = atomic_load(&rr->forced_waits);
+	st->wait_ns_total = atomic_load(&rr->wait_ns_total);
+	st->wait_ns_max = atomic_load(&rr->wait_ns_max);
+	st->peak_pending = atomic_load(&rr->peak_pending);
+	st->max_object = atomic_load(&rr->max_object);
+	st->retired_objects = atomic_load(&rr->retired_objects);
+	st->background_batches = atomic_load(&rr->background_batches);
+}

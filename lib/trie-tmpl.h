@@ -1,0 +1,1151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LC-trie algorithm, written once for both key widths. Included by
+ * lib/trie4.c and lib/trie6.c, which define:
+ *
+ *   TRIE         the public name prefix (trie4, trie6)
+ *   TKEY         the key type (uint32_t, trie_key6)
+ *   KEYLEN       bits in a key (32, 128)
+ *   key_shr()    x >> s for 0 <= s <= KEYLEN (the shift by KEYLEN gives 0)
+ *   key_fls()    index of the highest set bit of a nonzero key
+ *
+ * The design is the kernel's fib_trie (see net/ipv4/fib_trie.c for the
+ * derivations of the thresholds and of the lookup); the code is our own.
+ * Differences from the kernel, each for compactness:
+ *  - a leaf holds its routes inline (16 bytes each) and is replaced, RCU
+ *    style, when they change, instead of carrying an hlist of aliases;
+ *  - leaves have no parent pointer and nothing embeds an rcu_head: the
+ *    writer knows the path it walked, and retired objects are recorded by
+ *    lib/reclaim.c outside the objects.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/pointer.h>
+#include <urcu/system.h>
+
+#include "lib/trie.h"
+
+#define TRIE_CAT2(a, b) a##_##b
+#define TRIE_CAT(a, b) TRIE_CAT2(a, b)
+#define TN(name) TRIE_CAT(TRIE, name)
+
+/*
+ * The header common to leaves and internal nodes. A child index of an
+ * internal node is the key's bits [pos, pos + bits); its key holds the bits
+ * above those, zeros below. A leaf has pos = bits = 0 and its exact key.
+ * slen is the largest suffix length (KEYLEN - plen) of any prefix below,
+ * and at least pos; readers load it racily, so the writer updates it with
+ * single stores.
+ */
+struct node {
+	TKEY key;
+	uint8_t pos;
+	uint8_t bits;
+	uint8_t slen;
+	uint8_t nr; /* leaf: number of routes */
+};
+
+struct leaf {
+	struct node n;
+	struct fib_route r[]; /* longest prefix first */
+};
+
+struct tnode {
+	struct node n;
+	uint32_t empty_children; /* writer only, as below */
+	uint32_t full_children;  /* children with no skipped bits (see tnode_full()) */
+	struct tnode *parent;    /* read by lookups while backtracking */
+	struct node *child[];
+};
+
+struct TRIE {
+	struct node *root;
+	struct mem *mem;
+	struct reclaim *rc;
+	/* Writer-maintained counts; other threads read them with relaxed loads. */
+	uint64_t nr_routes;
+	uint64_t nr_leaves;
+	uint64_t nr_tnodes;
+};
+
+/*
+ * Thresholds of fib_trie.c, in percent. A node inflates when its nonempty
+ * children plus its full children (which inflating splits in two) reach
+ * inflate_threshold percent of twice its size: 50 * used >= threshold *
+ * size. It halves when its nonempty children fall under halve_threshold
+ * percent of its size. The root is kept larger, as it is always visited.
+ */
+#define HALVE_THRESHOLD 25
+#define INFLATE_THRESHOLD 50
+#define HALVE_THRESHOLD_ROOT 15
+#define INFLATE_THRESHOLD_ROOT 30
+/* Inflate or halve steps per node per resize: bounds the work of one update. */
+#define MAX_WORK 10
+
+#define STAT_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+
+static inline bool node_is_leaf(const struct node *n)
+{
+	return n->bits == 0;
+}
+
+static inline struct tnode *node_tnode(const struct node *n)
+{
+	return (struct tnode *)n;
+}
+
+static inline struct leaf *node_leaf(const struct node *n)
+{
+	return (struct leaf *)n;
+}
+
+static inline unsigned long child_length(const struct node *n)
+{
+	return 1ul << n->bits;
+}
+
+/* The key's bits from n->pos up, relative to n's key: below 2^bits iff the key is inside n. */
+static inline TKEY get_cindex(TKEY key, const struct node *n)
+{
+	return (key ^ n->key) >> n->pos;
+}
+
+/* The child index of @key in @n; only for keys known to be inside n. */
+static inline unsigned long get_index(TKEY key, const struct node *n)
+{
+	return (unsigned long)((key ^ n->key) >> n->pos);
+}
+
+/* Whether the bits of @key above the lowest set bit of n's key differ from n's. */
+static inline bool prefix_mismatch(TKEY key, const struct node *n)
+{
+	TKEY prefix = n->key;
+
+	return ((key ^ prefix) & (prefix | -prefix)) != 0;
+}
+
+/* Whether @n is an internal node directly under @tn with no skipped bits. */
+static inline bool tnode_full(const struct tnode *tn, const struct node *n)
+{
+	return n && !node_is_leaf(n) && n->pos + n->bits == tn->n.pos;
+}
+
+static inline size_t leaf_size(unsigned int nr)
+{
+	return sizeof(struct leaf) + nr * sizeof(struct fib_route);
+}
+
+static inline size_t tnode_size(unsigned int bits)
+{
+	return sizeof(struct tnode) + (sizeof(struct node *) << bits);
+}
+
+static inline TKEY key_mask_low(TKEY key, unsigned int shift)
+{
+	return shift >= KEYLEN ? 0 : (key >> shift) << shift;
+}
+
+/* Whether @key has bits set past a prefix length of @plen (or @plen is too long). */
+static inline bool key_has_host_bits(TKEY key, unsigned int plen)
+{
+	return plen > KEYLEN || key_mask_low(key, KEYLEN - plen) != key;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsigned int bits)
+{
+	size_t size = tnode_size(bits);
+	struct tnode *tn = mem_alloc(t->mem, MEM_TNODE, size);
+
+	if (!tn)
+		return NULL;
+	memset(tn, 0, size);
+	tn->n.key = key_mask_low(key, pos + bits);
+	tn->n.pos = (uint8_t)pos;
+	tn->n.bits = (uint8_t)bits;
+	tn->n.slen = (uint8_t)pos;
+	tn->empty_children = (uint32_t)(1ul << bits);
+	STAT_ADD(t->nr_tnodes, 1);
+	return tn;
+}
+
+static struct leaf *leaf_new(struct TRIE *t, TKEY key, unsigned int nr)
+{
+	struct leaf *l = mem_alloc(t->mem, MEM_LEAF, leaf_size(nr));
+
+	if (!l)
+		return NULL;
+	l->n.key = key;
+	l->n.pos = 0;
+	l->n.bits = 0;
+	l->n.nr = (uint8_t)nr;
+	l->n.slen = 0;
+	return l;
+}
+
+/* Frees a node no reader has seen (an unwind path). */
+static void node_free_unpublished(struct TRIE *t, struct node *n)
+{
+	if (node_is_leaf(n)) {
+		mem_free(t->mem, MEM_LEAF, n, leaf_size(n->nr));
+	} else {
+		STAT_ADD(t->nr_tnodes, -1);
+		mem_free(t->mem, MEM_TNODE, n, tnode_size(n->bits));
+	}
+}
+
+/* Hands an unlinked node to reclamation: it is freed after a grace period. */
+static void node_retire(struct TRIE *t, struct node *n)
+{
+	if (node_is_leaf(n)) {
+		reclaim_retire(t->rc, n, leaf_size(n->nr), MEM_LEAF);
+	} else {
+		STAT_ADD(t->nr_tnodes, -1);
+		reclaim_retire(t->rc, n, tnode_size(n->bits), MEM_TNODE);
+	}
+}
+
+/* Sets child @i of @tn, keeping its counts and slen; publishes @n to readers. */
+static void put_child(struct tnode *tn, unsigned long i, struct node *n)
+{
+	struct node *chi = tn->child[i];
+	bool wasfull = tnode_full(tn, chi), isfull = tnode_full(tn, n);
+
+	if (!n && chi)
+		tn->empty_children++;
+	else if (n && !chi)
+		tn->empty_children--;
+	if (wasfull && !isfull)
+		tn->full_children--;
+	else if (!wasfull && isfull)
+		tn->full_children++;
+	if (n && tn->n.slen < n->slen)
+		CMM_STORE_SHARED(tn->n.slen, n->slen);
+	rcu_assign_pointer(tn->child[i], n);
+}
+
+/* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
+static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
+{
+	if (tp)
+		put_child(tp, get_index(key, &tp->n), n);
+	else
+		rcu_assign_pointer(t->root, n);
+}
+
+static void node_set_parent(struct node *n, struct tnode *tp)
+{
+	if (n && !node_is_leaf(n))
+		rcu_assign_pointer(node_tnode(n)->parent, tp);
+}
+
+/* The child of @tp at @cindex, or the root when @tp is NULL. */
+static struct node *slot_get(const struct TRIE *t, const struct tnode *tp, unsigned long cindex)
+{
+	return tp ? tp->child[cindex] : t->root;
+}
+
+/* ------------------------------------------------------- suffix lengths */
+
+/*
+ * Recomputes tn's slen from its children. A child at index i holds only
+ * keys whose bits [pos, pos + ctz(i)) are zero, so a prefix with suffix
+ * length s > pos can sit only at an index that is a multiple of
+ * 2^(s - pos): having found slen s, only multiples of 2^(s + 1 - pos) can
+ * do better. The result is never above the old slen (callers only lower).
+ */
+static unsigned int update_suffix(struct tnode *tn)
+{
+	unsigned int pos = tn->n.pos, bits = tn->n.bits, slen = pos, old = tn->n.slen;
+	unsigned long stride = 2, len = child_length(&tn->n);
+
+	for (unsigned long i = 0; i < len; i += stride) {
+		const struct node *n = tn->child[i];
+
+		if (!n || n->slen <= slen)
+			continue;
+		slen = n->slen;
+		if (slen >= old || slen + 1 - pos > bits)
+			break;
+		stride = 1ul << (slen + 1 - pos);
+		i &= ~(stride - 1);
+	}
+	CMM_STORE_SHARED(tn->n.slen, (uint8_t)slen);
+	return slen;
+}
+
+/* Something of suffix length @slen is about to appear under @tn: raise the path. */
+static void node_push_suffix(struct tnode *tn, unsigned int slen)
+{
+	while (tn && tn->n.slen < slen) {
+		CMM_STORE_SHARED(tn->n.slen, (uint8_t)slen);
+		tn = tn->parent;
+	}
+}
+
+/* A child of @tn no longer has suffix length @old (it has less): lower the path. */
+static void node_pull_suffix(struct tnode *tn, unsigned int old)
+{
+	while (tn && tn->n.slen == old && old > tn->n.pos) {
+		if (update_suffix(tn) == old)
+			break;
+		tn = tn->parent;
+	}
+}
+
+/* --------------------------------------------------------------- resize */
+
+static bool should_inflate(const struct tnode *tp, const struct tnode *tn)
+{
+	unsigned long size = child_length(&tn->n);
+	unsigned long threshold = size * (tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT);
+	unsigned long used = size - tn->empty_children + tn->full_children;
+
+	return used > 1 && tn->n.pos && tn->n.bits < TRIE_MAX_BITS && 50 * used >= threshold;
+}
+
+static bool should_halve(const struct tnode *tp, const struct tnode *tn)
+{
+	unsigned long size = child_length(&tn->n);
+	unsigned long threshold = size * (tp ? HALVE_THRESHOLD : HALVE_THRESHOLD_ROOT);
+	unsigned long used = size - tn->empty_children;
+
+	return used > 1 && tn->n.bits > 1 && 100 * used < threshold;
+}
+
+static bool should_collapse(const struct tnode *tn)
+{
+	return child_length(&tn->n) - tn->empty_children < 2;
+}
+
+/*
+ * Points the children of the new node @tn at it. New internal nodes made
+ * by inflate or halve already point at @tn; their children still point at
+ * the node being replaced and are moved over.
+ */
+static void update_children(struct tnode *tn)
+{
+	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+		struct node *c = tn->child[i];
+
+		if (!c || node_is_leaf(c))
+			continue;
+		if (node_tnode(c)->parent == tn)
+			update_children(node_tnode(c));
+		else
+			node_set_parent(c, tn);
+	}
+}
+
+/* Unwinds a failed inflate or halve: @tn and the new nodes under it were never published. */
+static void tnode_free_new(struct TRIE *t, struct tnode *tn)
+{
+	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+		struct node *c = tn->child[i];
+
+		if (c && !node_is_leaf(c) && node_tnode(c)->parent == tn)
+			node_free_unpublished(t, c);
+	}
+	node_free_unpublished(t, &tn->n);
+}
+
+/*
+ * Publishes @tn in place of @oldtn. Every pointer a reader can follow from
+ * @tn, parent pointers included, is set before @tn becomes reachable. The
+ * caller retires @oldtn after its last read of it: a retire may free.
+ */
+static void replace(struct TRIE *t, struct tnode *oldtn, struct tnode *tn)
+{
+	tn->parent = oldtn->parent;
+	update_children(tn);
+	put_child_root(t, tn->parent, tn->n.key, &tn->n);
+}
+
+static struct tnode *resize(struct TRIE *t, struct tnode *tn);
+
+/* After a replace: the full children may now deserve resizing too (as the kernel does). */
+static void resize_full_children(struct TRIE *t, struct tnode *tn)
+{
+	for (unsigned long i = child_length(&tn->n); i;) {
+		struct node *c = tn->child[--i];
+
+		if (tnode_full(tn, c))
+			resize(t, node_tnode(c));
+	}
+}
+
+/* Nonempty children of @tn in [lo, hi); *@only is the last one seen. */
+static unsigned long children_used(const struct tnode *tn, unsigned long lo, unsigned long hi,
+				   struct node **only)
+{
+	unsigned long used = 0;
+
+	*only = NULL;
+	for (unsigned long j = lo; j < hi; j++) {
+		if (tn->child[j]) {
+			*only = tn->child[j];
+			used++;
+		}
+	}
+	return used;
+}
+
+static int inflate(struct TRIE *t, struct tnode *oldtn)
+{
+	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos - 1u, oldtn->n.bits + 1u);
+	TKEY m;
+
+	if (!tn)
+		return -ENOMEM;
+	tn->parent = oldtn->parent;
+	m = (TKEY)1 << tn->n.pos;
+	for (unsigned long i = child_length(&oldtn->n); i;) {
+		struct node *c = oldtn->child[--i], *only0, *only1;
+		struct tnode *in, *node0, *node1;
+		unsigned long half, used0, used1;
+
+		if (!c)
+			continue;
+		/* A leaf or an internal node with skipped bits moves as it is. */
+		if (!tnode_full(oldtn, c)) {
+			put_child(tn, get_index(c->key, &tn->n), c);
+			continue;
+		}
+		in = node_tnode(c);
+		/* A full node of two children dissolves into the new level. */
+		if (c->bits == 1) {
+			put_child(tn, 2 * i + 1, in->child[1]);
+			put_child(tn, 2 * i, in->child[0]);
+			continue;
+		}
+		/*
+		 * Otherwise it splits in two nodes of half its size, one bit further
+		 * down: node1 takes the upper half of its children, and its key has
+		 * the bit at tn's pos (the bit that moves into tn's index) set. A
+		 * half with fewer than two children gets no node: its child, if
+		 * any, moves up at once (the kernel allocates it and collapses it
+		 * straight after; with sorted loads that is most halves).
+		 */
+		half = child_length(c) / 2;
+		used0 = children_used(in, 0, half, &only0);
+		used1 = children_used(in, half, 2 * half, &only1);
+		node0 = node1 = NULL;
+		if (used1 >= 2) {
+			node1 = tnode_new(t, c->key | m, c->pos, c->bits - 1u);
+			if (!node1)
+				goto nomem;
+			node1->parent = tn;
+		}
+		if (used0 >= 2) {
+			node0 = tnode_new(t, c->key, c->pos, c->bits - 1u);
+			if (!node0) {
+				if (node1)
+					node_free_unpublished(t, &node1->n);
+				goto nomem;
+			}
+			node0->parent = tn;
+		}
+		for (unsigned long j = 0; j < half && (node0 || node1); j++) {
+			if (node1)
+				put_child(node1, j, in->child[half + j]);
+			if (node0)
+				put_child(node0, j, in->child[j]);
+		}
+		put_child(tn, 2 * i + 1, node1 ? &node1->n : only1);
+		put_child(tn, 2 * i, node0 ? &node0->n : only0);
+	}
+	replace(t, oldtn, tn);
+	/* The full children were split or dissolved: retire them too. */
+	for (unsigned long i = 0; i < child_length(&oldtn->n); i++) {
+		struct node *c = oldtn->child[i];
+
+		if (tnode_full(oldtn, c))
+			node_retire(t, c);
+	}
+	node_retire(t, &oldtn->n);
+	resize_full_children(t, tn);
+	return 0;
+nomem:
+	tnode_free_new(t, tn);
+	return -ENOMEM;
+}
+
+static int halve(struct TRIE *t, struct tnode *oldtn)
+{
+	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos + 1u, oldtn->n.bits - 1u);
+
+	if (!tn)
+		return -ENOMEM;
+	tn->parent = oldtn->parent;
+	for (unsigned long i = child_length(&oldtn->n); i;) {
+		struct node *node1 = oldtn->child[--i];
+		struct node *node0 = oldtn->child[--i];
+		struct tnode *in;
+
+		/* At most one of the pair: it moves up as it is. */
+		if (!node1 || !node0) {
+			if (node1 || node0)
+				put_child(tn, i / 2, node1 ? node1 : node0);
+			continue;
+		}
+		/* Both: a new node of one bit keeps them apart. */
+		in = tnode_new(t, node0->key, oldtn->n.pos, 1);
+		if (!in) {
+			tnode_free_new(t, tn);
+			return -ENOMEM;
+		}
+		in->parent = tn;
+		put_child(in, 1, node1);
+		put_child(in, 0, node0);
+		put_child(tn, i / 2, &in->n);
+	}
+	replace(t, oldtn, tn);
+	node_retire(t, &oldtn->n);
+	resize_full_children(t, tn);
+	return 0;
+}
+
+/* @oldtn has at most one child left: put the child in its place. Returns the parent. */
+static struct tnode *collapse(struct TRIE *t, struct tnode *oldtn)
+{
+	struct tnode *tp = oldtn->parent;
+	struct node *n = NULL;
+
+	for (unsigned long i = child_length(&oldtn->n); !n && i;)
+		n = oldtn->child[--i];
+	node_set_parent(n, tp);
+	put_child_root(t, tp, oldtn->n.key, n);
+	node_retire(t, &oldtn->n);
+	return tp;
+}
+
+/* Resizes @tn as the kernel does; returns its parent (NULL above the root). */
+static struct tnode *resize(struct TRIE *t, struct tnode *tn)
+{
+	struct tnode *tp = tn->parent;
+	unsigned long cindex = tp ? get_index(tn->n.key, &tp->n) : 0;
+	int max_work = MAX_WORK;
+
+	while (should_inflate(tp, tn) && max_work) {
+		if (inflate(t, tn) < 0)
+			break;
+		max_work--;
+		tn = node_tnode(slot_get(t, tp, cindex));
+	}
+	/* Inflating never leaves a node to halve or collapse. */
+	if (max_work != MAX_WORK)
+		return tp;
+	while (should_halve(tp, tn) && max_work) {
+		if (halve(t, tn) < 0)
+			break;
+		max_work--;
+		tn = node_tnode(slot_get(t, tp, cindex));
+	}
+	if (should_collapse(tn))
+		return collapse(t, tn);
+	return tp;
+}
+
+static void rebalance(struct TRIE *t, struct tnode *tn)
+{
+	while (tn)
+		tn = resize(t, tn);
+}
+
+/* ------------------------------------------------------------- updates */
+
+/*
+ * Writer. The leaf with exactly @key, or NULL; *@tpp is the last internal
+ * node on the path (NULL when the root slot itself holds the answer).
+ */
+static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp)
+{
+	struct tnode *tp = NULL;
+	struct node *n = t->root;
+
+	while (n) {
+		TKEY index = get_cindex(key, n);
+
+		if (index >> n->bits)
+			break;
+		if (node_is_leaf(n)) {
+			*tpp = tp;
+			return node_leaf(n);
+		}
+		tp = node_tnode(n);
+		n = tp->child[(unsigned long)index];
+	}
+	*tpp = tp;
+	return NULL;
+}
+
+/* Publishes the new leaf @l where no leaf of its key exists; @tp from find_leaf(). */
+static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
+{
+	TKEY key = l->n.key;
+	struct node *n = tp ? tp->child[get_index(key, &tp->n)] : t->root;
+
+	if (n) {
+		/* Something else sits in the slot: a new node splits at the first differing bit. */
+		struct tnode *tn = tnode_new(t, key, key_fls(key ^ n->key), 1);
+
+		if (!tn)
+			return -ENOMEM;
+		tn->parent = tp;
+		put_child(tn, get_index(n->key, &tn->n), n);
+		put_child(tn, get_index(key, &tn->n), &l->n);
+		node_set_parent(n, tn);
+		node_push_suffix(tp, tn->n.slen);
+		put_child_root(t, tp, key, &tn->n);
+		tp = tn;
+	} else {
+		node_push_suffix(tp, l->n.slen);
+		put_child_root(t, tp, key, &l->n);
+	}
+	STAT_ADD(t->nr_leaves, 1);
+	rebalance(t, tp);
+	return 0;
+}
+
+static void leaf_replace(struct TRIE *t, struct tnode *tp, struct leaf *old, struct leaf *l)
+{
+	unsigned int old_slen = old->n.slen;
+
+	node_push_suffix(tp, l->n.slen);
+	put_child_root(t, tp, l->n.key, &l->n);
+	node_retire(t, &old->n);
+	if (l->n.slen < old_slen)
+		node_pull_suffix(tp, old_slen);
+}
+
+static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
+{
+	unsigned int old_slen = l->n.slen;
+
+	put_child_root(t, tp, l->n.key, NULL);
+	node_retire(t, &l->n);
+	STAT_ADD(t->nr_leaves, -1);
+	node_pull_suffix(tp, old_slen);
+	rebalance(t, tp);
+}
+
+/* The routes of @l with prefix length @plen are l->r[*lo .. *hi). */
+static void leaf_run(const struct leaf *l, unsigned int plen, unsigned int *lo, unsigned int *hi)
+{
+	unsigned int i = 0;
+
+	if (!l) {
+		*lo = *hi = 0;
+		return;
+	}
+	while (i < l->n.nr && l->r[i].plen > plen)
+		i++;
+	*lo = i;
+	while (i < l->n.nr && l->r[i].plen == plen)
+		i++;
+	*hi = i;
+}
+
+int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void *ctx)
+{
+	struct fib_route run[TRIE_LEAF_MAX];
+	struct tnode *tp;
+	struct leaf *old, *l;
+	unsigned int lo, hi, nr_old, nr_new, nr;
+	int ret;
+
+	if (key_has_host_bits(key, plen))
+		return -EINVAL;
+	old = find_leaf(t, key, &tp);
+	leaf_run(old, plen, &lo, &hi);
+	nr_old = old ? old->n.nr : 0;
+	ret = fn(ctx, old ? &old->r[lo] : NULL, hi - lo, run, TRIE_LEAF_MAX - (nr_old - (hi - lo)));
+	if (ret < 0)
+		return ret;
+	nr_new = (unsigned int)ret;
+	if (nr_new > TRIE_LEAF_MAX - (nr_old - (hi - lo)))
+		return -ENOSPC;
+	nr = nr_old - (hi - lo) + nr_new;
+	if (!old && !nr_new)
+		return 0;
+	if (nr == 0) {
+		leaf_remove(t, tp, old);
+		STAT_ADD(t->nr_routes, -(uint64_t)nr_old);
+		return 0;
+	}
+
+	l = leaf_new(t, key, nr);
+	if (!l)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < nr_new; i++)
+		run[i].plen = (uint8_t)plen;
+	if (old)
+		memcpy(l->r, old->r, lo * sizeof(l->r[0]));
+	memcpy(l->r + lo, run, nr_new * sizeof(l->r[0]));
+	if (old)
+		memcpy(l->r + lo + nr_new, old->r + hi, (nr_old - hi) * sizeof(l->r[0]));
+	l->n.slen = (uint8_t)(KEYLEN - l->r[nr - 1].plen);
+
+	if (old) {
+		leaf_replace(t, tp, old, l);
+	} else {
+		ret = leaf_insert(t, tp, l);
+		if (ret < 0) {
+			node_free_unpublished(t, &l->n);
+			return ret;
+		}
+	}
+	STAT_ADD(t->nr_routes, (uint64_t)nr - nr_old);
+	return 0;
+}
+
+/* -------------------------------------------------------------- lookups */
+
+/* The first route of the longest prefix on @l that covers @key. */
+static inline const struct fib_route *leaf_match(const struct leaf *l, TKEY key)
+{
+	TKEY x = key ^ l->n.key;
+
+	for (unsigned int i = 0; i < l->n.nr; i++) {
+		if (key_shr(x, KEYLEN - l->r[i].plen) == 0)
+			return &l->r[i];
+	}
+	return NULL;
+}
+
+/*
+ * Steps 2 and 3 of the lookup, from where the exact descent (step 1)
+ * stopped: @n is the node it stopped at (NULL for an empty slot), @pn the
+ * deepest node passed whose subtree holds prefixes shorter than its index
+ * (slen > pos), and @cindex our index in @pn.
+ */
+static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const struct tnode *pn,
+					   unsigned long cindex)
+{
+	struct node *const *cptr;
+	const struct fib_route *r;
+
+	if (!n)
+		goto backtrace;
+	if (node_is_leaf(n) && n->key == key)
+		goto found;
+	for (;;) {
+		/*
+		 * Step 2: the key may still match a prefix in n only if n's key
+		 * agrees with it above n's lowest set bit, and n holds a
+		 * prefix shorter than its own index bits.
+		 */
+		if (prefix_mismatch(key, n) || n->slen == n->pos)
+			goto backtrace;
+		if (node_is_leaf(n))
+			goto found;
+		/* Shorter prefixes lie down the all-zeros side. */
+		cptr = &node_tnode(n)->child[0];
+		while (!(n = rcu_dereference(*cptr))) {
+backtrace:
+			/*
+			 * Clear the lowest set bit of our index, climbing when it
+			 * is spent: each step tries a shorter prefix.
+			 */
+			while (!cindex) {
+				const struct tnode *pp;
+
+				if (!pn)
+					return NULL;
+				pp = rcu_dereference(pn->parent);
+				if (!pp)
+					return NULL;
+				cindex = get_index(pn->n.key, &pp->n);
+				pn = pp;
+			}
+			cindex &= cindex - 1;
+			cptr = &pn->child[cindex];
+		}
+		continue;
+found:
+		/* Step 3: the leaf's routes, longest first. */
+		r = leaf_match(node_leaf(n), key);
+		if (r)
+			return r;
+		goto backtrace;
+	}
+}
+
+const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
+{
+	const struct node *n = rcu_dereference(t->root);
+	const struct tnode *pn = NULL;
+	unsigned long cindex = 0;
+
+	/* Step 1: descend while the key is inside the node. */
+	while (n) {
+		TKEY index = get_cindex(key, n);
+
+		if ((index >> n->bits) || node_is_leaf(n))
+			break;
+		/* Remember where backtracking may find a shorter prefix. */
+		if (n->slen > n->pos) {
+			pn = node_tnode(n);
+			cindex = (unsigned long)index;
+		}
+		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+	}
+	return lookup_tail(key, n, pn, cindex);
+}
+
+#define BATCH_LANES 16
+
+/*
+ * Step 1 for BATCH_LANES keys at once. Each lane alternates between two
+ * phases so that every memory access was prefetched a round earlier: read
+ * a node's header and prefetch the child slot; read the slot and prefetch
+ * the child. Steps 2 and 3 then run per lane on (mostly) cached nodes.
+ */
+static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
+			 unsigned int nl)
+{
+	const struct node *n[BATCH_LANES];
+	const struct tnode *pn[BATCH_LANES];
+	unsigned long cindex[BATCH_LANES], next[BATCH_LANES];
+	uint32_t active = (nl >= 32 ? ~0u : (1u << nl) - 1), fetch = 0;
+	const struct node *root = rcu_dereference(t->root);
+
+	for (unsigned int i = 0; i < nl; i++) {
+		n[i] = root;
+		pn[i] = NULL;
+		cindex[i] = 0;
+	}
+	if (!root)
+		active = 0;
+	while (active) {
+		for (uint32_t m = active; m; m &= m - 1) {
+			unsigned int i = (unsigned int)__builtin_ctz(m);
+			const struct node *x = n[i];
+
+			if (fetch & (1u << i)) {
+				x = rcu_dereference(node_tnode(x)->child[next[i]]);
+				n[i] = x;
+				fetch &= ~(1u << i);
+				if (!x) {
+					active &= ~(1u << i);
+					continue;
+				}
+				__builtin_prefetch(x);
+			} else {
+				TKEY index = get_cindex(key[i], x);
+
+				if ((index >> x->bits) || node_is_leaf(x)) {
+					active &= ~(1u << i);
+					continue;
+				}
+				if (x->slen > x->pos) {
+					pn[i] = node_tnode(x);
+					cindex[i] = (unsigned long)index;
+				}
+				next[i] = (unsigned long)index;
+				fetch |= 1u << i;
+				__builtin_prefetch(&node_tnode(x)->child[next[i]]);
+			}
+		}
+	}
+	for (unsigned int i = 0; i < nl; i++)
+		res[i] = lookup_tail(key[i], n[i], pn[i], cindex[i]);
+}
+
+void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
+			  unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i += BATCH_LANES)
+		lookup_lanes(t, key + i, res + i, n - i < BATCH_LANES ? n - i : BATCH_LANES);
+}
+
+const struct fib_route *TN(find_rcu)(const struct TRIE *t, TKEY key, unsigned int plen,
+				     unsigned int *nr)
+{
+	const struct node *n = rcu_dereference(t->root);
+	const struct leaf *l;
+	unsigned int lo, hi;
+
+	while (n) {
+		TKEY index = get_cindex(key, n);
+
+		if (index >> n->bits)
+			return NULL;
+		if (node_is_leaf(n))
+			break;
+		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+	}
+	if (!n || plen > KEYLEN)
+		return NULL;
+	l = node_leaf(n);
+	leaf_run(l, plen, &lo, &hi);
+	if (lo == hi)
+		return NULL;
+	*nr = hi - lo;
+	return &l->r[lo];
+}
+
+int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_route **routes,
+		 unsigned int *nr)
+{
+	struct {
+		const struct tnode *tn;
+		unsigned long i; /* next child to visit */
+	} st[KEYLEN + 1];
+	int sp = 0;
+	const struct node *n = rcu_dereference(t->root);
+
+	/* Descend toward @from, stacking the larger siblings still to visit. */
+	while (n) {
+		TKEY index;
+
+		if (node_is_leaf(n)) {
+			if (n->key >= from)
+				goto found;
+			break;
+		}
+		index = get_cindex(from, n);
+		if (index >> n->bits) {
+			/* @from is outside n: all of n is above it, or all below. */
+			if (n->key > from) {
+				st[sp].tn = node_tnode(n);
+				st[sp++].i = 0;
+			}
+			break;
+		}
+		st[sp].tn = node_tnode(n);
+		st[sp++].i = (unsigned long)index + 1;
+		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+	}
+	/* The first leaf in what is left, in order. */
+	while (sp > 0) {
+		const struct tnode *tn = st[sp - 1].tn;
+
+		if (st[sp - 1].i >= child_length(&tn->n)) {
+			sp--;
+			continue;
+		}
+		n = rcu_dereference(tn->child[st[sp - 1].i++]);
+		if (!n)
+			continue;
+		if (node_is_leaf(n))
+			goto found;
+		st[sp].tn = node_tnode(n);
+		st[sp++].i = 0;
+	}
+	return -ENOENT;
+found:
+	*key = n->key;
+	*routes = node_leaf(n)->r;
+	*nr = n->nr;
+	return 0;
+}
+
+/* --------------------------------------------------- life and statistics */
+
+struct TRIE *TN(new)(struct mem *m, struct reclaim *rc)
+{
+	struct TRIE *t = mem_alloc(m, MEM_TABLE, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	t->mem = m;
+	t->rc = rc;
+	return t;
+}
+
+static void node_free_tree(struct TRIE *t, struct node *n)
+{
+	if (!n)
+		return;
+	if (!node_is_leaf(n)) {
+		for (unsigned long i = 0; i < child_length(n); i++)
+			node_free_tree(t, node_tnode(n)->child[i]);
+	}
+	node_free_unpublished(t, n);
+}
+
+void TN(destroy)(struct TRIE *t)
+{
+	if (!t)
+		return;
+	node_free_tree(t, t->root);
+	mem_free(t->mem, MEM_TABLE, t, sizeof(*t));
+}
+
+uint64_t TN(routes)(const struct TRIE *t)
+{
+	return __atomic_load_n(&t->nr_routes, __ATOMIC_RELAXED);
+}
+
+static void stats_walk(const struct node *n, unsigned int depth, struct trie_stats *st)
+{
+	if (node_is_leaf(n)) {
+		const struct leaf *l = node_leaf(n);
+
+		st->leaves++;
+		st->routes += l->n.nr;
+		for (unsigned int i = 0; i < l->n.nr; i++)
+			st->prefixes += i == 0 || l->r[i].plen != l->r[i - 1].plen;
+		st->leaf_bytes += leaf_size(l->n.nr);
+		st->total_depth += depth;
+		if (depth > st->max_depth)
+			st->max_depth = depth;
+		return;
+	}
+	st->tnodes++;
+	st->nodes_by_bits[n->bits]++;
+	st->pointers += child_length(n);
+	st->tnode_bytes += tnode_size(n->bits);
+	for (unsigned long i = 0; i < child_length(n); i++) {
+		const struct node *c = rcu_dereference(node_tnode(n)->child[i]);
+
+		if (c)
+			stats_walk(c, depth + 1, st);
+		else
+			st->null_pointers++;
+	}
+}
+
+void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
+{
+	const struct node *root = rcu_dereference(t->root);
+
+	memset(st, 0, sizeof(*st));
+	if (root)
+		stats_walk(root, 1, st);
+}
+
+static int check_leaf(const struct leaf *l, struct errbuf *err)
+{
+	unsigned int minplen = KEYLEN;
+
+	if (l->n.nr == 0)
+		goto bad;
+	for (unsigned int i = 0; i < l->n.nr; i++) {
+		unsigned int plen = l->r[i].plen;
+
+		if (key_has_host_bits(l->n.key, plen) || (i && plen > l->r[i - 1].plen))
+			goto bad;
+		if (plen < minplen)
+			minplen = plen;
+	}
+	if (l->n.slen != KEYLEN - minplen)
+		goto bad;
+	return 0;
+bad:
+	err_set(err, "leaf %#llx: %u routes out of order, with host bits or wrong slen %u",
+		(unsigned long long)l->n.key, l->n.nr, l->n.slen);
+	return -EUCLEAN;
+}
+
+static int check_node(const struct node *n, const struct tnode *parent,
+		      uint64_t *leaves, uint64_t *routes, uint64_t *tnodes, struct errbuf *err)
+{
+	const struct tnode *tn;
+	unsigned long empty = 0, full = 0, used;
+	unsigned int slen;
+
+	if (node_is_leaf(n)) {
+		(*leaves)++;
+		*routes += n->nr;
+		return check_leaf(node_leaf(n), err);
+	}
+	(*tnodes)++;
+	tn = node_tnode(n);
+	slen = n->pos;
+	if (tn->parent != parent || n->pos + n->bits > KEYLEN || n->bits > TRIE_MAX_BITS ||
+	    key_mask_low(n->key, n->pos + n->bits) != n->key) {
+		err_set(err, "tnode %#llx/pos %u/bits %u: wrong parent, width or key",
+			(unsigned long long)n->key, n->pos, n->bits);
+		return -EUCLEAN;
+	}
+	for (unsigned long i = 0; i < child_length(n); i++) {
+		const struct node *c = tn->child[i];
+		int ret;
+
+		if (!c) {
+			empty++;
+			continue;
+		}
+		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos) {
+			err_set(err, "tnode %#llx/pos %u: child %lu (key %#llx) misplaced",
+				(unsigned long long)n->key, n->pos, i, (unsigned long long)c->key);
+			return -EUCLEAN;
+		}
+		full += tnode_full(tn, c);
+		if (c->slen > slen)
+			slen = c->slen;
+		ret = check_node(c, tn, leaves, routes, tnodes, err);
+		if (ret)
+			return ret;
+	}
+	used = child_length(n) - empty;
+	if (empty != tn->empty_children || full != tn->full_children || slen != n->slen ||
+	    used < 2) {
+		err_set(err,
+			"tnode %#llx/pos %u/bits %u: counts empty %u (is %lu) full %u (is %lu), "
+			"slen %u (is %u), %lu children",
+			(unsigned long long)n->key, n->pos, n->bits, tn->empty_children, empty,
+			tn->full_children, full, n->slen, slen, used);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int TN(check)(const struct TRIE *t, struct errbuf *err)
+{
+	uint64_t leaves = 0, routes = 0, tnodes = 0;
+	int ret = 0;
+
+	if (t->root)
+		ret = check_node(t->root, NULL, &leaves, &routes, &tnodes, err);
+	if (ret)
+		return ret;
+	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
+		err_set(err, "counts: leaves %llu (is %llu), routes %llu (is %llu), tnodes %llu (is %llu)",
+			(unsigned long long)t->nr_leaves, (unsigned long long)leaves,
+			(unsigned long long)t->nr_routes, (unsigned long long)routes,
+			(unsigned long long)t->nr_tnodes, (unsigned long long)tnodes);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static void dump_node(const struct node *n, unsigned int depth, FILE *f)
+{
+	char key[64];
+
+	key_format(n->key, key, sizeof(key));
+	if (node_is_leaf(n)) {
+		const struct leaf *l = node_leaf(n);
+
+		fprintf(f, "%*s|-- %s\n", (int)depth * 3, "", key);
+		for (unsigned int i = 0; i < l->n.nr; i++)
+			fprintf(f, "%*s/%u type %u proto %u metric %u\n", (int)depth * 3 + 7, "",
+				l->r[i].plen, l->r[i].type, l->r[i].proto, l->r[i].metric);
+		return;
+	}
+	fprintf(f, "%*s+-- %s/%u %u %u %u\n", (int)depth * 3, "", key, KEYLEN - n->pos - n->bits,
+		n->bits, node_tnode(n)->full_children, node_tnode(n)->empty_children);
+	for (unsigned long i = 0; i < child_length(n); i++) {
+		const struct node *c = rcu_dereference(node_tnode(n)->child[i]);
+
+		if (c)
+			dump_node(c, depth + 1, f);
+	}
+}
+
+void TN(dump)(const struct TRIE *t, FILE *f)
+{
+	const struct node *root = rcu_dereference(t->root);
+
+	if (root)
+		dump_node(root, 0, f);
+}

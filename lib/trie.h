@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LC-trie of Linux net/ipv4/fib_trie.c, in user space, for one
+ * (table, family): path compression, level compression with the kernel's
+ * inflate/halve thresholds, collapse, bounded work per resize, and suffix
+ * lengths (slen) so that a lookup backtracks only where a shorter prefix
+ * may exist. All prefixes sharing a key sit on one leaf, longest first.
+ *
+ * One algorithm source (lib/trie-tmpl.h) is compiled twice: trie4_* with
+ * 32-bit keys and trie6_* with 128-bit keys, so IPv4 never pays for IPv6.
+ * Keys are addresses in host byte order (the first address byte is the
+ * most significant).
+ *
+ * Threads: one writer (trie*_new, _edit, _destroy, _check); any number
+ * of readers (*_rcu) inside an RCU read-side critical section (liburcu
+ * memb flavour), which never take a lock and never wait for the writer.
+ * What a reader gets is valid until its rcu read unlock.
+ */
+#ifndef LCFIB_TRIE_H
+#define LCFIB_TRIE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "lib/reclaim.h"
+#include "lib/route.h"
+
+/* 128-bit key, 8-byte aligned so that IPv6 nodes stay compact. */
+typedef unsigned __int128 trie_key6 __attribute__((aligned(8)));
+
+#define TRIE_LEAF_MAX 255 /* routes on one leaf (all prefixes of one key) */
+#define TRIE_MAX_BITS 24  /* widest internal node: 2^24 children, 128 MiB */
+
+/*
+ * Computes the new routes of one prefix from its current ones. @old holds
+ * @n_old routes (0 when the prefix is absent), in lookup order. Write at
+ * most @cap routes to @out, in lookup order, and return their number (0
+ * removes the prefix), or return a negative errno to leave the trie as it
+ * was. The plen field of @out is set by the trie.
+ */
+typedef int trie_edit_fn(void *ctx, const struct fib_route *old, unsigned int n_old,
+			 struct fib_route *out, unsigned int cap);
+
+/* Statistics in the spirit of /proc/net/fib_triestat. */
+struct trie_stats {
+	uint64_t leaves;
+	uint64_t prefixes; /* distinct (key, plen) */
+	uint64_t routes;
+	uint64_t tnodes;
+	uint64_t nodes_by_bits[TRIE_MAX_BITS + 1]; /* internal nodes by bits */
+	uint64_t pointers;      /* child slots of all internal nodes */
+	uint64_t null_pointers; /* empty ones */
+	uint64_t leaf_bytes;
+	uint64_t tnode_bytes;
+	uint64_t total_depth; /* sum of leaf depths (root = depth 1 for a lone leaf) */
+	unsigned int max_depth;
+};
+
+#define TRIE_DECLARE(T, KEY)                                                                       \
+	struct T;                                                                                  \
+	/* Returns NULL with errno set. Nodes come from @m and are retired to @rc. */              \
+	struct T *T##_new(struct mem *m, struct reclaim *rc);                                      \
+	/* Frees every node now: call when no reader can reach the trie any more. */              \
+	void T##_destroy(struct T *t);                                                             \
+	/*                                                                                         \
+	 * Writer. Edits the routes of prefix @key/@plen through @fn. Returns 0, the               \
+	 * negative errno of @fn, -EINVAL (plen too long, host bits set), -ENOSPC (more            \
+	 * than TRIE_LEAF_MAX routes on one key) or -ENOMEM; on error nothing changed.             \
+	 */                                                                                        \
+	int T##_edit(struct T *t, KEY key, unsigned int plen, trie_edit_fn *fn, void *ctx);        \
+	/* Longest-prefix match: the route the kernel would pick, or NULL. */                     \
+	const struct fib_route *T##_lookup_rcu(const struct T *t, KEY addr);                       \
+	/* @n lookups, interleaved to hide memory latency; res[i] is as from _lookup_rcu. */       \
+	void T##_lookup_batch_rcu(const struct T *t, const KEY *addr,                              \
+				  const struct fib_route **res, unsigned int n);                   \
+	/* The routes of exactly @key/@plen (count in *@n), or NULL. */                            \
+	const struct fib_route *T##_find_rcu(const struct T *t, KEY key, unsigned int plen,         \
+					     unsigned int *n);                                     \
+	/*                                                                                         \
+	 * Iteration in key order that tolerates concurrent updates: the leaf with                 \
+	 * the smallest key >= @from. Sets *@key and its routes (*@n of them,                      \
+	 * longest prefix first) and returns 0, or returns -ENOENT. Continue from                  \
+	 * *@key + 1 (stop after the all-ones key).                                                \
+	 */                                                                                        \
+	int T##_next_rcu(const struct T *t, KEY from, KEY *key, const struct fib_route **routes,   \
+			 unsigned int *n);                                                         \
+	/* Writer, or reader (figures may then be mid-update). */                                \
+	void T##_get_stats(const struct T *t, struct trie_stats *st);                              \
+	/* Route count, cheap, any thread. */                                                      \
+	uint64_t T##_routes(const struct T *t);                                                    \
+	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \
+	int T##_check(const struct T *t, struct errbuf *err);                                      \
+	/* A dump in the spirit of /proc/net/fib_trie. Writer, or reader. */                       \
+	void T##_dump(const struct T *t, FILE *f);
+
+TRIE_DECLARE(trie4, uint32_t)
+TRIE_DECLARE(trie6, trie_key6)
+
+#undef TRIE_DECLARE
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The LC-trie for IPv4: 32-bit keys. */
+#include <arpa/inet.h>
+#include <stdint.h>
+
+#include "lib/trie.h"
+
+#define TRIE trie4
+#define TKEY uint32_t
+#define KEYLEN 32
+
+/* The shift by 32 is done in 64 bits, so it needs no branch. */
+static inline uint32_t key_shr(uint32_t x, unsigned int s)
+{
+	return (uint32_t)((uint64_t)x >> s);
+}
+
+static inline unsigned int key_fls(uint32_t x)
+{
+	return 31u - (unsigned int)__builtin_clz(x);
+}
+
+static void key_format(uint32_t key, char *buf, size_t size)
+{
+	uint32_t be = htonl(key);
+
+	inet_ntop(AF_INET, &be, buf, (socklen_t)size);
+}
+
+#include "lib/trie-tmpl.h"

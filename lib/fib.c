@@ -22,6 +22,7 @@ struct fib {
 	struct reclaim *rc;
 	struct nh_table *nt;
 	struct fib_tables *tables; /* RCU */
+	bool bulk;                 /* writer: between fib_bulk_begin() and _end() */
 };
 
 static const char *const fib_rtype_names[FIB_RT_MAX + 1] = {
@@ -87,6 +88,28 @@ static struct fib_table *fib_table_get(struct fib *f, uint32_t id, int family)
 	return (struct fib_table *)fib_table_get_rcu(f, id, family);
 }
 
+static void fib_table_set_bulk(struct fib_table *tb, bool on)
+{
+	if (tb->family == AF_INET)
+		trie4_set_bulk(tb->t4, on);
+	else
+		trie6_set_bulk(tb->t6, on);
+}
+
+void fib_bulk_begin(struct fib *f)
+{
+	f->bulk = true;
+	for (unsigned int i = 0; i < f->tables->n; i++)
+		fib_table_set_bulk(f->tables->t[i], true);
+}
+
+void fib_bulk_end(struct fib *f)
+{
+	f->bulk = false;
+	for (unsigned int i = 0; i < f->tables->n; i++)
+		fib_table_set_bulk(f->tables->t[i], false);
+}
+
 /* Writer: the table, made if new. NULL when out of memory. */
 static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family)
 {
@@ -116,6 +139,8 @@ static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family
 		mem_free(f->mem, MEM_TABLE, tb, sizeof(*tb));
 		return NULL;
 	}
+	if (f->bulk)
+		fib_table_set_bulk(tb, true);
 	memcpy(ts->t, old->t, old->n * sizeof(ts->t[0]));
 	ts->t[old->n] = tb;
 	rcu_assign_pointer(f->tables, ts);

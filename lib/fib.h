@@ -100,6 +100,16 @@ int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
 /* Writer. Removes every route of @table (0: all tables) and @family (AF_UNSPEC: both). */
 int fib_table_flush(struct fib *f, uint32_t table, int family);
 
+/*
+ * Writer. Bulk mode for large loads: between fib_bulk_begin() and
+ * fib_bulk_end(), route edits skip the tries' resizing (and a sorted load
+ * starts each insert where the last one ended); fib_bulk_end() resizes
+ * every table once. Lookups stay correct throughout, only slower, since
+ * the tries are deeper until the end. Returns nothing; cannot fail.
+ */
+void fib_bulk_begin(struct fib *f);
+void fib_bulk_end(struct fib *f);
+
 /* Writer. Nexthop objects (RTM_NEWNEXTHOP / RTM_DELNEXTHOP). */
 int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags,
 	       struct errbuf *err);

@@ -70,6 +70,15 @@ struct TRIE {
 	uint64_t nr_routes;
 	uint64_t nr_leaves;
 	uint64_t nr_tnodes;
+	/*
+	 * Bulk mode (writer only): edits leave resizing to trie*_rebalance(),
+	 * and start from the node of the previous insert (the finger), which
+	 * makes a sorted load cheap. No internal node is unlinked in bulk mode,
+	 * so the finger stays in the trie.
+	 */
+	bool deferred;
+	bool top_down; /* trie*_set_bulk() resizes parents first: no eager child resizes */
+	struct tnode *finger;
 };
 
 /*
@@ -371,6 +380,8 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn);
 /* After a replace: the full children may now deserve resizing too (as the kernel does). */
 static void resize_full_children(struct TRIE *t, struct tnode *tn)
 {
+	if (t->top_down)
+		return;
 	for (unsigned long i = child_length(&tn->n); i;) {
 		struct node *c = tn->child[--i];
 
@@ -557,6 +568,48 @@ static void rebalance(struct TRIE *t, struct tnode *tn)
 		tn = resize(t, tn);
 }
 
+/*
+ * Resizes every node below and including @tn, parents first: a parent
+ * that inflates absorbs its full children's levels, so resizing children
+ * first would only build nodes for the parent to split again. Each node is
+ * resized until stable (one far from its size needs more than MAX_WORK).
+ */
+static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
+{
+	struct tnode *tp = tn->parent;
+	unsigned long cindex = tp ? get_index(tn->n.key, &tp->n) : 0;
+	struct node *n;
+
+	for (int k = 0; k < KEYLEN; k++) {
+		resize(t, tn);
+		n = slot_get(t, tp, cindex);
+		if (!n || node_is_leaf(n))
+			return;
+		if (n == &tn->n)
+			break;
+		tn = node_tnode(n);
+	}
+	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+		struct node *c = tn->child[i];
+
+		if (c && !node_is_leaf(c))
+			rebalance_subtree(t, node_tnode(c));
+	}
+}
+
+void TN(set_bulk)(struct TRIE *t, bool on)
+{
+	struct node *root = t->root;
+
+	t->deferred = on;
+	t->finger = NULL;
+	if (!on && root && !node_is_leaf(root)) {
+		t->top_down = true;
+		rebalance_subtree(t, node_tnode(root));
+		t->top_down = false;
+	}
+}
+
 /* ------------------------------------------------------------- updates */
 
 /*
@@ -567,6 +620,14 @@ static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp
 {
 	struct tnode *tp = NULL;
 	struct node *n = t->root;
+
+	/* In bulk mode, climb from the finger to the first node that holds @key. */
+	for (struct tnode *f = t->finger; f; f = f->parent) {
+		if (!(get_cindex(key, &f->n) >> f->n.bits)) {
+			n = &f->n;
+			break;
+		}
+	}
 
 	while (n) {
 		TKEY index = get_cindex(key, n);
@@ -608,7 +669,10 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
 		put_child_root(t, tp, key, &l->n);
 	}
 	STAT_ADD(t->nr_leaves, 1);
-	rebalance(t, tp);
+	if (t->deferred)
+		t->finger = tp;
+	else
+		rebalance(t, tp);
 	return 0;
 }
 
@@ -631,7 +695,8 @@ static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
 	node_retire(t, &l->n);
 	STAT_ADD(t->nr_leaves, -1);
 	node_pull_suffix(tp, old_slen);
-	rebalance(t, tp);
+	if (!t->deferred)
+		rebalance(t, tp);
 }
 
 /* The routes of @l with prefix length @plen are l->r[*lo .. *hi). */
@@ -752,7 +817,15 @@ backtrace:
 			 * Clear the lowest set bit of our index, climbing when it
 			 * is spent: each step tries a shorter prefix.
 			 */
-			while (!cindex) {
+			/*
+			 * Clearing the lowest set bit j of the index can only
+			 * reach a prefix whose suffix covers bit pos + j: none
+			 * exists below pn when its slen is not above that, and
+			 * higher bits need longer suffixes still, so climb.
+			 */
+			while (!cindex ||
+			       pn->n.pos + (unsigned int)__builtin_ctzl(cindex) >=
+				       CMM_LOAD_SHARED(pn->n.slen)) {
 				const struct tnode *pp;
 
 				if (!pn)
@@ -1045,7 +1118,7 @@ bad:
 	return -EUCLEAN;
 }
 
-static int check_node(const struct node *n, const struct tnode *parent,
+static int check_node(const struct node *n, const struct tnode *parent, bool deferred,
 		      uint64_t *leaves, uint64_t *routes, uint64_t *tnodes, struct errbuf *err)
 {
 	const struct tnode *tn;
@@ -1082,13 +1155,13 @@ static int check_node(const struct node *n, const struct tnode *parent,
 		full += tnode_full(tn, c);
 		if (c->slen > slen)
 			slen = c->slen;
-		ret = check_node(c, tn, leaves, routes, tnodes, err);
+		ret = check_node(c, tn, deferred, leaves, routes, tnodes, err);
 		if (ret)
 			return ret;
 	}
 	used = child_length(n) - empty;
 	if (empty != tn->empty_children || full != tn->full_children || slen != n->slen ||
-	    used < 2) {
+	    (used < 2 && !deferred)) {
 		err_set(err,
 			"tnode %#llx/pos %u/bits %u: counts empty %u (is %lu) full %u (is %lu), "
 			"slen %u (is %u), %lu children",
@@ -1105,7 +1178,7 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 	int ret = 0;
 
 	if (t->root)
-		ret = check_node(t->root, NULL, &leaves, &routes, &tnodes, err);
+		ret = check_node(t->root, NULL, t->deferred, &leaves, &routes, &tnodes, err);
 	if (ret)
 		return ret;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {

@@ -19,6 +19,7 @@
 #ifndef LCFIB_TRIE_H
 #define LCFIB_TRIE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,6 +91,12 @@ struct trie_stats {
 	void T##_get_stats(const struct T *t, struct trie_stats *st);                              \
 	/* Route count, cheap, any thread. */                                                      \
 	uint64_t T##_routes(const struct T *t);                                                    \
+	/*                                                                                         \
+	 * Writer. Bulk mode on: edits skip resizing and start from the previous                   \
+	 * insert's place, so sorted loads are cheap; readers still get correct                    \
+	 * answers from a deeper trie. Off: the whole trie is resized once.                        \
+	 */                                                                                        \
+	void T##_set_bulk(struct T *t, bool on);                                                   \
 	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \
 	int T##_check(const struct T *t, struct errbuf *err);                                      \
 	/* A dump in the spirit of /proc/net/fib_trie. Writer, or reader. */                       \

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what lcfib needs to build and test on Debian 12 (as root, or with sudo).
+# Usage: tools/deps.sh [--bench]   (--bench adds DPDK, the benchmarks' baseline)
+set -euo pipefail
+
+pkgs=(build-essential autoconf automake libtool pkg-config gzip
+      liburcu-dev libmnl-dev libyang2-dev libyang2-tools libcmocka-dev)
+if [ "${1:-}" = "--bench" ]; then
+	pkgs+=(libdpdk-dev librte-lpm23 librte-fib23 librte-mempool-ring23)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q "${missing[@]}"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sums the test cases of a `make check` run from its logs: cmocka's own
+# counts per program, and one failure for a program that died before
+# printing them. Prints "N passed, N failed[, N skipped]".
+# Usage: tools/summarize.sh BUILDDIR
+set -uo pipefail
+dir=$1
+passed=0 failed=0 skipped=0
+for trs in "$dir"/tests/*.trs; do
+	[ -e "$trs" ] || continue
+	log=${trs%.trs}.log
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*/\1/p' "$log" | tail -1)
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s), listed below:.*/\1/p' "$log" | tail -1)
+	res=$(sed -n 's/^:test-result: //p' "$trs" | head -1)
+	if [ -z "$p" ] && [ -z "$f" ]; then
+		# No cmocka summary: the program crashed or is not a cmocka test.
+		case "$res" in
+		PASS) passed=$((passed + 1)) ;;
+		SKIP) skipped=$((skipped + 1)) ;;
+		*) failed=$((failed + 1)) ;;
+		esac
+		continue
+	fi
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	skipped=$((skipped + ${s:-0}))
+	# A program that failed after its summary (a leak, a sanitizer report) counts once more.
+	if [ "$res" != PASS ] && [ "$res" != SKIP ] && [ "${f:-0}" -eq 0 ]; then
+		failed=$((failed + 1))
+	fi
+done
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi

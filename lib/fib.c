@@ -787,6 +787,15 @@ void fib_table_stats_rcu(const struct fib_table *tb, struct trie_stats *st)
 		trie6_get_stats(tb->t6, st);
 }
 
+static int fib_count_nh_ref(void *ctx, const struct addr_prefix *p, const struct fib_route *r)
+{
+	(void)ctx;
+	(void)p;
+	if (r->nh)
+		r->nh->check_refs++;
+	return 0;
+}
+
 int fib_check(const struct fib *f, struct errbuf *err)
 {
 	for (unsigned int i = 0; i < f->tables->n; i++) {
@@ -798,7 +807,11 @@ int fib_check(const struct fib *f, struct errbuf *err)
 			return ret;
 		}
 	}
-	return 0;
+	/* Every nexthop's refcnt is the routes, groups and table that hold it. */
+	nh_check_begin(f->nt);
+	for (unsigned int i = 0; i < f->tables->n; i++)
+		fib_walk_rcu(f->tables->t[i], fib_count_nh_ref, NULL);
+	return nh_check_end(f->nt, err);
 }
 
 /* ------------------------------------------------------------- printing */

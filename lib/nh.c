@@ -630,12 +630,69 @@ int nh_obj_del(struct nh_table *nt, struct nh *nh, struct nh **emptied, unsigned
 	return 0;
 }
 
+static void nh_hash_each(const struct nh_hash *h, bool by_id, void (*fn)(void *ctx, struct nh *nh),
+			 void *ctx);
+
 void nh_for_each_obj(const struct nh_table *nt, void (*fn)(void *ctx, struct nh *nh), void *ctx)
 {
-	for (uint32_t b = 0; b <= nt->by_id.mask; b++) {
-		for (struct nh *nh = nt->by_id.bucket[b]; nh; nh = nh->next_id)
+	nh_hash_each(&nt->by_id, true, fn, ctx);
+}
+
+static void nh_hash_each(const struct nh_hash *h, bool by_id, void (*fn)(void *ctx, struct nh *nh),
+			 void *ctx)
+{
+	for (uint32_t b = 0; b <= h->mask; b++) {
+		for (struct nh *nh = h->bucket[b]; nh; nh = *nh_next(nh, by_id))
 			fn(ctx, nh);
 	}
+}
+
+static void nh_check_zero(void *ctx, struct nh *nh)
+{
+	(void)ctx;
+	nh->check_refs = 0;
+}
+
+static void nh_check_own(void *ctx, struct nh *nh)
+{
+	(void)ctx;
+	nh->check_refs++; /* the id table's own reference */
+	if (nh->info->kind == NH_KIND_GROUP) {
+		for (unsigned int i = 0; i < nh->info->n; i++)
+			nh->info->path[i].member->check_refs++;
+	}
+}
+
+void nh_check_begin(struct nh_table *nt)
+{
+	nh_hash_each(&nt->by_id, true, nh_check_zero, NULL);
+	nh_hash_each(&nt->by_val, false, nh_check_zero, NULL);
+	nh_hash_each(&nt->by_id, true, nh_check_own, NULL);
+}
+
+struct nh_check_ctx {
+	struct errbuf *err;
+	int ret;
+};
+
+static void nh_check_one(void *ctx, struct nh *nh)
+{
+	struct nh_check_ctx *c = ctx;
+
+	if (c->ret || nh->check_refs == nh->refcnt)
+		return;
+	err_set(c->err, "nexthop %u (%s): refcnt %u, but %u references found", nh->id,
+		nh->id ? "object" : "anonymous", nh->refcnt, nh->check_refs);
+	c->ret = -EUCLEAN;
+}
+
+int nh_check_end(const struct nh_table *nt, struct errbuf *err)
+{
+	struct nh_check_ctx c = { .err = err };
+
+	nh_hash_each(&nt->by_id, true, nh_check_one, &c);
+	nh_hash_each(&nt->by_val, false, nh_check_one, &c);
+	return c.ret;
 }
 
 void nh_table_counts(const struct nh_table *nt, uint64_t *anonymous, uint64_t *objects)

@@ -60,6 +60,7 @@ struct nh {
 	uint32_t refcnt;      /* writer only */
 	uint32_t hash;        /* writer only: of the info, for anonymous ones */
 	uint32_t nr_groups;   /* writer only: groups that hold this object */
+	uint32_t check_refs;  /* writer only: references counted by fib_check() */
 	struct nh *next_id;   /* writer only: hash chains */
 	struct nh *next_val;
 };
@@ -122,6 +123,15 @@ int nh_obj_del(struct nh_table *nt, struct nh *nh, struct nh **emptied, unsigned
 
 /* Calls @fn for every nexthop object (id > 0), in no order. Writer. */
 void nh_for_each_obj(const struct nh_table *nt, void (*fn)(void *ctx, struct nh *nh), void *ctx);
+
+/*
+ * Writer, for invariant checks: nh_check_begin() counts the references
+ * that objects and groups hold; the caller adds one per route (check_refs)
+ * and nh_check_end() compares with every refcnt: -EUCLEAN and a message on
+ * the first difference.
+ */
+void nh_check_begin(struct nh_table *nt);
+int nh_check_end(const struct nh_table *nt, struct errbuf *err);
 
 /* Number of live nexthops: anonymous and objects. */
 void nh_table_counts(const struct nh_table *nt, uint64_t *anonymous, uint64_t *objects);

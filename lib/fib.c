@@ -244,9 +244,12 @@ static unsigned int fib_metric_pos(const struct fib_route *run, unsigned int n, 
 static unsigned int fib_insert_at(const struct fib_route *old, unsigned int n, unsigned int at,
 				  const struct fib_route *r, struct fib_route *out)
 {
-	memcpy(out, old, at * sizeof(*out));
+	/* @old is NULL for a new prefix. */
+	if (at)
+		memcpy(out, old, at * sizeof(*out));
 	out[at] = *r;
-	memcpy(out + at + 1, old + at, (n - at) * sizeof(*out));
+	if (n > at)
+		memcpy(out + at + 1, old + at, (n - at) * sizeof(*out));
 	return n + 1;
 }
 

@@ -100,6 +100,9 @@ static size_t mem_round(size_t size)
 	return (size + MEM_GRAIN - 1) & ~(size_t)(MEM_GRAIN - 1);
 }
 
+#if MEM_SLAB_LIMIT
+static void mem_slab_free(struct mem *m, void *p, size_t size);
+
 /* Gives the slab a fresh chunk to carve from. */
 static int mem_slab_grow(struct mem *m, struct mem_slab *s)
 {
@@ -144,17 +147,19 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 	MEM_STORE(m->a.slab_bytes, m->a.slab_bytes + size);
 	return p;
 }
+#endif
 
 void *mem_alloc(struct mem *m, enum mem_class c, size_t size)
 {
 	void *p;
 
 	size = mem_round(size ? size : 1);
-	if (size <= MEM_SLAB_LIMIT) {
+#if MEM_SLAB_LIMIT
+	if (size <= MEM_SLAB_LIMIT)
 		p = mem_slab_alloc(m, size);
-	} else {
+	else
+#endif
 		p = malloc(size);
-	}
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
@@ -171,11 +176,18 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 	size = mem_round(size ? size : 1);
 	atomic_fetch_add_explicit(&m->f.objects[c], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&m->f.bytes[c], size, memory_order_relaxed);
-	if (size > MEM_SLAB_LIMIT) {
-		free(p);
+#if MEM_SLAB_LIMIT
+	if (size <= MEM_SLAB_LIMIT) {
+		mem_slab_free(m, p, size);
 		return;
 	}
+#endif
+	free(p);
+}
 
+#if MEM_SLAB_LIMIT
+static void mem_slab_free(struct mem *m, void *p, size_t size)
+{
 	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
 	struct mem_free_obj *o = p;
 	struct mem_free_obj *head = atomic_load_explicit(&s->remote, memory_order_relaxed);
@@ -187,6 +199,7 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 						      memory_order_relaxed));
 	atomic_fetch_add_explicit(&m->f.slab_bytes, size, memory_order_relaxed);
 }
+#endif
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st)
 {

@@ -736,7 +736,10 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	if (nr_new > TRIE_LEAF_MAX - (nr_old - (hi - lo)))
 		return -ENOSPC;
 	nr = nr_old - (hi - lo) + nr_new;
-	if (!old && !nr_new)
+	for (unsigned int i = 0; i < nr_new; i++)
+		run[i].plen = (uint8_t)plen;
+	/* Nothing new, nothing to publish. */
+	if (nr_new == hi - lo && (!nr_new || !memcmp(run, &old->r[lo], nr_new * sizeof(run[0]))))
 		return 0;
 	if (nr == 0) {
 		leaf_remove(t, tp, old);
@@ -747,8 +750,6 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	l = leaf_new(t, key, nr);
 	if (!l)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < nr_new; i++)
-		run[i].plen = (uint8_t)plen;
 	if (old)
 		memcpy(l->r, old->r, lo * sizeof(l->r[0]));
 	memcpy(l->r + lo, run, nr_new * sizeof(l->r[0]));

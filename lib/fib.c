@@ -537,57 +537,64 @@ out:
 	return ret;
 }
 
+/* Where an iteration over one table's leaves stands. */
+struct fib_cursor {
+	trie_key6 from; /* an IPv4 key in the low 32 bits */
+	bool done;
+};
+
+/* Reader or writer: the next leaf at or after @c: its key as an address, and its routes. */
+static int fib_next_leaf_rcu(const struct fib_table *tb, struct fib_cursor *c, struct addr *a,
+			     const struct fib_route **routes, unsigned int *n)
+{
+	if (c->done)
+		return -ENOENT;
+	if (tb->family == AF_INET) {
+		uint32_t key;
+
+		if (trie4_next_rcu(tb->t4, (uint32_t)c->from, &key, routes, n))
+			return -ENOENT;
+		addr_from_key4(a, key);
+		c->done = key == UINT32_MAX;
+		c->from = (trie_key6)key + 1;
+	} else {
+		trie_key6 key;
+
+		if (trie6_next_rcu(tb->t6, c->from, &key, routes, n))
+			return -ENOENT;
+		addr_from_key6(a, key);
+		c->done = key == ~(trie_key6)0;
+		c->from = key + 1;
+	}
+	return 0;
+}
+
 /* Writer: the routes of @tb that @pred picks go; leaf by leaf, prefix by prefix. */
 static int fib_table_filter(struct fib *f, struct fib_table *tb,
 			    bool (*pred)(void *ctx, const struct fib_route *r), void *ctx)
 {
 	struct fib_edit ed = { .pred = pred, .pred_ctx = ctx };
+	struct fib_cursor c = { 0 };
 	const struct fib_route *routes;
+	struct addr_prefix p;
 	unsigned int n;
 	int ret;
 
-	if (tb->family == AF_INET) {
-		uint32_t from = 0, key;
+	while (fib_next_leaf_rcu(tb, &c, &p.a, &routes, &n) == 0) {
+		/* Each edit replaces the leaf: note its prefix lengths first. */
+		uint8_t plens[TRIE_LEAF_MAX];
+		unsigned int np = 0;
 
-		while (trie4_next_rcu(tb->t4, from, &key, &routes, &n) == 0) {
-			/* The leaf changes under us: copy its prefix lengths first. */
-			uint8_t plens[TRIE_LEAF_MAX];
-			unsigned int np = 0;
-
-			for (unsigned int i = 0; i < n; i++) {
-				if (pred(ctx, &routes[i]) && (np == 0 || plens[np - 1] != routes[i].plen))
-					plens[np++] = routes[i].plen;
-			}
-			for (unsigned int i = 0; i < np; i++) {
-				ret = trie4_edit(tb->t4, key, plens[i], fib_filter_fn, &ed);
-				if (ret && ret != -EALREADY)
-					return ret;
-				fib_release_removed(f, &ed);
-			}
-			if (key == UINT32_MAX)
-				break;
-			from = key + 1;
+		for (unsigned int i = 0; i < n; i++) {
+			if (pred(ctx, &routes[i]) && (np == 0 || plens[np - 1] != routes[i].plen))
+				plens[np++] = routes[i].plen;
 		}
-	} else {
-		trie_key6 from = 0, key;
-
-		while (trie6_next_rcu(tb->t6, from, &key, &routes, &n) == 0) {
-			uint8_t plens[TRIE_LEAF_MAX];
-			unsigned int np = 0;
-
-			for (unsigned int i = 0; i < n; i++) {
-				if (pred(ctx, &routes[i]) && (np == 0 || plens[np - 1] != routes[i].plen))
-					plens[np++] = routes[i].plen;
-			}
-			for (unsigned int i = 0; i < np; i++) {
-				ret = trie6_edit(tb->t6, key, plens[i], fib_filter_fn, &ed);
-				if (ret && ret != -EALREADY)
-					return ret;
-				fib_release_removed(f, &ed);
-			}
-			if (key == ~(trie_key6)0)
-				break;
-			from = key + 1;
+		for (unsigned int i = 0; i < np; i++) {
+			p.plen = plens[i];
+			ret = fib_table_edit(tb, &p, fib_filter_fn, &ed);
+			if (ret && ret != -EALREADY)
+				return ret;
+			fib_release_removed(f, &ed);
 		}
 	}
 	return 0;
@@ -699,6 +706,20 @@ out:
 
 /* --------------------------------------------------------------- readers */
 
+void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *addr,
+			   const struct fib_route **res, unsigned int n)
+{
+	trie_key6 key[64];
+
+	for (unsigned int i = 0; i < n; i += 64) {
+		unsigned int k = n - i < 64 ? n - i : 64;
+
+		for (unsigned int j = 0; j < k; j++)
+			key[j] = addr_key6_raw(&addr[i + j]);
+		trie6_lookup_batch_rcu(tb->t6, key, res + i, k);
+	}
+}
+
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix)
 {
@@ -723,40 +744,18 @@ int fib_walk_rcu(const struct fib_table *tb,
 		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
 		 void *ctx)
 {
+	struct fib_cursor c = { 0 };
 	const struct fib_route *routes;
 	struct addr_prefix p;
 	unsigned int n;
 	int ret;
 
-	if (tb->family == AF_INET) {
-		uint32_t from = 0, key;
-
-		while (trie4_next_rcu(tb->t4, from, &key, &routes, &n) == 0) {
-			addr_from_key4(&p.a, key);
-			for (unsigned int i = 0; i < n; i++) {
-				p.plen = routes[i].plen;
-				ret = fn(ctx, &p, &routes[i]);
-				if (ret)
-					return ret;
-			}
-			if (key == UINT32_MAX)
-				break;
-			from = key + 1;
-		}
-	} else {
-		trie_key6 from = 0, key;
-
-		while (trie6_next_rcu(tb->t6, from, &key, &routes, &n) == 0) {
-			addr_from_key6(&p.a, key);
-			for (unsigned int i = 0; i < n; i++) {
-				p.plen = routes[i].plen;
-				ret = fn(ctx, &p, &routes[i]);
-				if (ret)
-					return ret;
-			}
-			if (key == ~(trie_key6)0)
-				break;
-			from = key + 1;
+	while (fib_next_leaf_rcu(tb, &c, &p.a, &routes, &n) == 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			p.plen = routes[i].plen;
+			ret = fn(ctx, &p, &routes[i]);
+			if (ret)
+				return ret;
 		}
 	}
 	return 0;

@@ -137,6 +137,10 @@ static inline const struct fib_route *fib_lookup6_rcu(const struct fib_table *tb
 	return trie6_lookup_rcu(tb->t6, addr_key6_raw(addr));
 }
 
+/* Reader: @n IPv6 lookups, interleaved; res[i] is as from fib_lookup6_rcu(). */
+void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *addr,
+			   const struct fib_route **res, unsigned int n);
+
 /*
  * Reader: the route a lookup of @a in table @table picks and its prefix
  * (`ip route get fibmatch`). Returns NULL when nothing matches.
@@ -157,7 +161,11 @@ int fib_walk_rcu(const struct fib_table *tb,
 void fib_get_state(const struct fib *f, struct fib_state *st);
 /* Reader or writer. Trie statistics of one table. */
 void fib_table_stats_rcu(const struct fib_table *tb, struct trie_stats *st);
-/* Writer. Checks the invariants of every trie; -EUCLEAN with a message. */
+/*
+ * Writer. Checks the invariants of every trie, and that each nexthop's
+ * reference count is what routes, groups and objects hold: -EUCLEAN with
+ * a message naming the first violation.
+ */
 int fib_check(const struct fib *f, struct errbuf *err);
 /* Writer: waits until everything retired so far is freed (tests, shutdown). */
 void fib_reclaim_barrier(struct fib *f);

@@ -6,7 +6,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-build}
 shift || true
 cd "$top"
-[ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ] || autoreconf -fi >/dev/null
+if ! { [ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ]; }; then
+	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+fi
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then

@@ -54,6 +54,13 @@ struct leaf {
 	struct fib_route r[]; /* longest prefix first */
 };
 
+/*
+ * An internal node. After its 2^bits child pointers come 2^bits bytes:
+ * each child's slen, so that backtracking can tell which children may
+ * hold a shorter prefix without touching them (64 children a cache line
+ * instead of one). The writer keeps each byte at least the child's slen
+ * whenever a reader can see the child.
+ */
 struct tnode {
 	struct node n;
 	uint32_t empty_children; /* writer only, as below */
@@ -150,7 +157,22 @@ static inline size_t leaf_size(unsigned int nr)
 
 static inline size_t tnode_size(unsigned int bits)
 {
-	return sizeof(struct tnode) + (sizeof(struct node *) << bits);
+	/* Rounded as the allocator rounds, so statistics and accounting agree. */
+	return (sizeof(struct tnode) + ((sizeof(struct node *) + 1) << bits) + 7) & ~(size_t)7;
+}
+
+static inline uint8_t *child_slen(const struct tnode *tn)
+{
+	return (uint8_t *)&tn->child[child_length(&tn->n)];
+}
+
+/* Sets tn's slen, and the copy its parent keeps. */
+static inline void tnode_set_slen(struct tnode *tn, unsigned int slen)
+{
+	CMM_STORE_SHARED(tn->n.slen, (uint8_t)slen);
+	if (tn->parent)
+		CMM_STORE_SHARED(child_slen(tn->parent)[get_index(tn->n.key, &tn->parent->n)],
+				 (uint8_t)slen);
 }
 
 static inline TKEY key_mask_low(TKEY key, unsigned int shift)
@@ -235,7 +257,12 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 		tn->full_children++;
 	if (n && tn->n.slen < n->slen)
 		CMM_STORE_SHARED(tn->n.slen, n->slen);
+	/* The slen copy never says less than what a reader may find there. */
+	if (n && n->slen > child_slen(tn)[i])
+		CMM_STORE_SHARED(child_slen(tn)[i], n->slen);
 	rcu_assign_pointer(tn->child[i], n);
+	if (!n || n->slen < child_slen(tn)[i])
+		CMM_STORE_SHARED(child_slen(tn)[i], n ? n->slen : 0);
 }
 
 /* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
@@ -274,17 +301,17 @@ static unsigned int update_suffix(struct tnode *tn)
 	unsigned long stride = 2, len = child_length(&tn->n);
 
 	for (unsigned long i = 0; i < len; i += stride) {
-		const struct node *n = tn->child[i];
+		unsigned int cs = child_slen(tn)[i];
 
-		if (!n || n->slen <= slen)
+		if (cs <= slen)
 			continue;
-		slen = n->slen;
+		slen = cs;
 		if (slen >= old || slen + 1 - pos > bits)
 			break;
 		stride = 1ul << (slen + 1 - pos);
 		i &= ~(stride - 1);
 	}
-	CMM_STORE_SHARED(tn->n.slen, (uint8_t)slen);
+	tnode_set_slen(tn, slen);
 	return slen;
 }
 
@@ -292,7 +319,7 @@ static unsigned int update_suffix(struct tnode *tn)
 static void node_push_suffix(struct tnode *tn, unsigned int slen)
 {
 	while (tn && tn->n.slen < slen) {
-		CMM_STORE_SHARED(tn->n.slen, (uint8_t)slen);
+		tnode_set_slen(tn, slen);
 		tn = tn->parent;
 	}
 }
@@ -837,7 +864,17 @@ backtrace:
 				cindex = get_index(pn->n.key, &pp->n);
 				pn = pp;
 			}
-			cindex &= cindex - 1;
+			/*
+			 * The child with bit j cleared helps only if some prefix
+			 * in it covers bit pos + j: its slen copy says.
+			 */
+			{
+				unsigned int j = (unsigned int)__builtin_ctzl(cindex);
+
+				cindex &= cindex - 1;
+				if (CMM_LOAD_SHARED(child_slen(pn)[cindex]) <= pn->n.pos + j)
+					goto backtrace;
+			}
 			cptr = &pn->child[cindex];
 		}
 		continue;
@@ -1145,12 +1182,22 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		int ret;
 
 		if (!c) {
+			if (child_slen(tn)[i]) {
+				err_set(err, "tnode %#llx/pos %u: empty child %lu has slen copy %u",
+					(unsigned long long)n->key, n->pos, i, child_slen(tn)[i]);
+				return -EUCLEAN;
+			}
 			empty++;
 			continue;
 		}
 		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos) {
 			err_set(err, "tnode %#llx/pos %u: child %lu (key %#llx) misplaced",
 				(unsigned long long)n->key, n->pos, i, (unsigned long long)c->key);
+			return -EUCLEAN;
+		}
+		if (child_slen(tn)[i] != c->slen) {
+			err_set(err, "tnode %#llx/pos %u: child %lu has slen %u, its copy says %u",
+				(unsigned long long)n->key, n->pos, i, c->slen, child_slen(tn)[i]);
 			return -EUCLEAN;
 		}
 		full += tnode_full(tn, c);

@@ -109,10 +109,6 @@ static size_t mem_round(size_t size)
 	return (size + MEM_GRAIN - 1) & ~(size_t)(MEM_GRAIN - 1);
 }
 
-#if MEM_SLAB_LIMIT
-static void mem_slab_free(struct mem *m, void *p, size_t size);
-
-/* Gives the slab a fresh chunk to carve from. */
 /* Memory for big objects, on huge pages where the kernel has them. */
 static void *mem_huge_alloc(size_t size)
 {
@@ -123,6 +119,10 @@ static void *mem_huge_alloc(size_t size)
 	return p;
 }
 
+#if MEM_SLAB_LIMIT
+static void mem_slab_free(struct mem *m, void *p, size_t size);
+
+/* Gives the slab a fresh chunk to carve from. */
 static int mem_slab_grow(struct mem *m, struct mem_slab *s)
 {
 	if (m->block_carve + MEM_CHUNK_SIZE > m->block_end) {

@@ -43,7 +43,7 @@ struct reclaim {
 	/* Under lock. */
 	struct reclaim_batch *open; /* retired, not yet taken; head is being filled */
 	uint64_t open_bytes;
-	bool busy;  /* the background thread holds a taken list */
+	unsigned int inflight; /* lists taken and not yet freed, by any thread */
 	bool flush; /* take the open list now */
 	bool stop;
 
@@ -86,7 +86,7 @@ static void reclaim_free_batches(struct reclaim *r, struct reclaim_batch *b)
 	reclaim_count_freed(r, bytes);
 }
 
-/* Takes the open list. Call with the lock held. */
+/* Takes the open list, to free after a grace period. Call with the lock held. */
 static struct reclaim_batch *reclaim_take_locked(struct reclaim *r)
 {
 	struct reclaim_batch *b = r->open;
@@ -94,7 +94,33 @@ static struct reclaim_batch *reclaim_take_locked(struct reclaim *r)
 	r->open = NULL;
 	r->open_bytes = 0;
 	r->flush = false;
+	if (b)
+		r->inflight++;
 	return b;
+}
+
+/* A taken list was freed. Call with the lock held. */
+static void reclaim_done_locked(struct reclaim *r)
+{
+	r->inflight--;
+	pthread_cond_broadcast(&r->done);
+}
+
+/*
+ * Waits for a grace period, frees @b (taken with reclaim_take_locked(), or
+ * NULL), then waits for every list other threads took: everything retired
+ * before the call is then freed.
+ */
+static void reclaim_sync_and_free(struct reclaim *r, struct reclaim_batch *b)
+{
+	urcu_memb_synchronize_rcu();
+	reclaim_free_batches(r, b);
+	pthread_mutex_lock(&r->lock);
+	if (b)
+		reclaim_done_locked(r);
+	while (r->inflight)
+		pthread_cond_wait(&r->done, &r->lock);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void *reclaim_thread(void *arg)
@@ -126,7 +152,6 @@ static void *reclaim_thread(void *arg)
 		b = reclaim_take_locked(r);
 		if (!b)
 			continue;
-		r->busy = true;
 		pthread_mutex_unlock(&r->lock);
 
 		urcu_memb_synchronize_rcu();
@@ -134,8 +159,7 @@ static void *reclaim_thread(void *arg)
 		atomic_fetch_add_explicit(&r->background_batches, 1, memory_order_relaxed);
 
 		pthread_mutex_lock(&r->lock);
-		r->busy = false;
-		pthread_cond_broadcast(&r->done);
+		reclaim_done_locked(r);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;
@@ -179,12 +203,7 @@ static void reclaim_forced_wait(struct reclaim *r, struct reclaim_batch *b)
 {
 	uint64_t t0 = reclaim_now_ns(), dt, max;
 
-	urcu_memb_synchronize_rcu();
-	reclaim_free_batches(r, b);
-	pthread_mutex_lock(&r->lock);
-	while (r->busy)
-		pthread_cond_wait(&r->done, &r->lock);
-	pthread_mutex_unlock(&r->lock);
+	reclaim_sync_and_free(r, b);
 
 	dt = reclaim_now_ns() - t0;
 	atomic_fetch_add_explicit(&r->forced_waits, 1, memory_order_relaxed);
@@ -272,12 +291,7 @@ void reclaim_barrier(struct reclaim *r)
 	pthread_mutex_lock(&r->lock);
 	b = reclaim_take_locked(r);
 	pthread_mutex_unlock(&r->lock);
-	urcu_memb_synchronize_rcu();
-	reclaim_free_batches(r, b);
-	pthread_mutex_lock(&r->lock);
-	while (r->busy)
-		pthread_cond_wait(&r->done, &r->lock);
-	pthread_mutex_unlock(&r->lock);
+	reclaim_sync_and_free(r, b);
 }
 
 void reclaim_destroy(struct reclaim *r)

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Included first in every file of a --enable-tsan build (never otherwise):
+ * makes liburcu 0.13's RCU visible to ThreadSanitizer. Its
+ * rcu_assign_pointer() is an asm fence plus a volatile store, which TSan
+ * does not see as a release, and its grace periods happen inside the
+ * uninstrumented liburcu-memb.so. Here publication becomes a release store,
+ * and a grace period acquires what every reader released at unlock. See
+ * docs/TSAN.md.
+ */
+#ifndef LCFIB_TESTS_TSAN_URCU_H
+#define LCFIB_TESTS_TSAN_URCU_H
+
+#define _LGPL_SOURCE 1
+#include <sanitizer/tsan_interface.h>
+#include <urcu/pointer.h>
+#include <urcu/urcu-memb.h>
+
+#undef rcu_assign_pointer
+#define rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#undef urcu_memb_read_unlock
+#define urcu_memb_read_unlock() (__tsan_release(&urcu_memb_gp), _urcu_memb_read_unlock())
+#define urcu_memb_synchronize_rcu()                                                              \
+	do {                                                                                     \
+		urcu_memb_synchronize_rcu();                                                     \
+		__tsan_acquire(&urcu_memb_gp);                                                   \
+	} while (0)
+
+#endif

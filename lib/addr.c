@@ -20,7 +20,9 @@ int addr_parse(const char *s, int family, struct addr *out, struct errbuf *err)
 		return 0;
 	}
 	err_set(err, "'%s' is not an %saddress", s,
-		family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "IP ");
+		family == AF_INET    ? "IPv4 "
+		: family == AF_INET6 ? "IPv6 "
+				     : "IP ");
 	return -EINVAL;
 }
 
@@ -87,7 +89,8 @@ int addr_parse_prefix(const char *s, int family, struct addr_prefix *out, struct
 
 		addr_mask(&p.a, p.plen);
 		addr_prefix_format(&p, buf, sizeof(buf));
-		err_set(err, "'%s' has host bits set past /%u (did you mean %s?)", s, out->plen, buf);
+		err_set(err, "'%s' has host bits set past /%u (did you mean %s?)", s, out->plen,
+			buf);
 		return -EINVAL;
 	}
 	return 0;

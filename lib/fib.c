@@ -26,11 +26,11 @@ struct fib {
 };
 
 static const char *const fib_rtype_names[FIB_RT_MAX + 1] = {
-	[FIB_RT_UNSPEC] = "unspec",     [FIB_RT_UNICAST] = "unicast",
-	[FIB_RT_LOCAL] = "local",       [FIB_RT_BROADCAST] = "broadcast",
-	[FIB_RT_ANYCAST] = "anycast",   [FIB_RT_MULTICAST] = "multicast",
+	[FIB_RT_UNSPEC] = "unspec",       [FIB_RT_UNICAST] = "unicast",
+	[FIB_RT_LOCAL] = "local",         [FIB_RT_BROADCAST] = "broadcast",
+	[FIB_RT_ANYCAST] = "anycast",     [FIB_RT_MULTICAST] = "multicast",
 	[FIB_RT_BLACKHOLE] = "blackhole", [FIB_RT_UNREACHABLE] = "unreachable",
-	[FIB_RT_PROHIBIT] = "prohibit", [FIB_RT_THROW] = "throw",
+	[FIB_RT_PROHIBIT] = "prohibit",   [FIB_RT_THROW] = "throw",
 };
 
 const char *fib_rtype_name(unsigned int type)
@@ -52,8 +52,8 @@ int fib_rtype_parse(const char *s, uint8_t *type)
 /* Types that drop or refuse the packet: they take no nexthop (fib_props[].error). */
 static bool fib_rtype_is_error(unsigned int type)
 {
-	return type == FIB_RT_BLACKHOLE || type == FIB_RT_UNREACHABLE ||
-	       type == FIB_RT_PROHIBIT || type == FIB_RT_THROW;
+	return type == FIB_RT_BLACKHOLE || type == FIB_RT_UNREACHABLE || type == FIB_RT_PROHIBIT ||
+	       type == FIB_RT_THROW;
 }
 
 /* ---------------------------------------------------------------- tables */
@@ -222,7 +222,7 @@ void fib_reclaim_barrier(struct fib *f)
 /* What one trie edit asks of the routes of one prefix, and what it took out. */
 struct fib_edit {
 	const struct fib_rcfg *rc;
-	struct fib_route route;   /* add: the new route */
+	struct fib_route route; /* add: the new route */
 	struct fib_route removed[TRIE_LEAF_MAX];
 	unsigned int n_removed;
 	struct errbuf *err;
@@ -624,8 +624,7 @@ int fib_table_flush(struct fib *f, uint32_t table, int family)
 
 /* ------------------------------------------------------ nexthop objects */
 
-int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags,
-	       struct errbuf *err)
+int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags, struct errbuf *err)
 {
 	err_clear(err);
 	return nh_obj_set(f->nt, cfg, flags, err);
@@ -723,7 +722,8 @@ void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *ad
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix)
 {
-	const struct fib_table *tb = fib_table_get_rcu(f, table ? table : FIB_TABLE_MAIN, a->family);
+	const struct fib_table *tb =
+		fib_table_get_rcu(f, table ? table : FIB_TABLE_MAIN, a->family);
 	const struct fib_route *r;
 
 	if (!tb)
@@ -802,10 +802,12 @@ int fib_check(const struct fib *f, struct errbuf *err)
 {
 	for (unsigned int i = 0; i < f->tables->n; i++) {
 		const struct fib_table *tb = f->tables->t[i];
-		int ret = tb->family == AF_INET ? trie4_check(tb->t4, err) : trie6_check(tb->t6, err);
+		int ret =
+			tb->family == AF_INET ? trie4_check(tb->t4, err) : trie6_check(tb->t6, err);
 
 		if (ret) {
-			err_prefix(err, "table %u %s", tb->id, tb->family == AF_INET ? "inet" : "inet6");
+			err_prefix(err, "table %u %s", tb->id,
+				   tb->family == AF_INET ? "inet" : "inet6");
 			return ret;
 		}
 	}

@@ -29,12 +29,12 @@
 #include "lib/trie.h"
 
 /* Netlink's request flags, with the same meaning (NLM_F_*). */
-#define FIB_F_CREATE 0x1
-#define FIB_F_EXCL 0x2
+#define FIB_F_CREATE  0x1
+#define FIB_F_EXCL    0x2
 #define FIB_F_REPLACE 0x4
-#define FIB_F_APPEND 0x8
+#define FIB_F_APPEND  0x8
 
-#define FIB_TABLE_MAIN 254  /* RT_TABLE_MAIN */
+#define FIB_TABLE_MAIN  254 /* RT_TABLE_MAIN */
 #define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
 
 struct fib;
@@ -111,8 +111,7 @@ void fib_bulk_begin(struct fib *f);
 void fib_bulk_end(struct fib *f);
 
 /* Writer. Nexthop objects (RTM_NEWNEXTHOP / RTM_DELNEXTHOP). */
-int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags,
-	       struct errbuf *err);
+int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags, struct errbuf *err);
 /* Deletes object @id and every route that uses it, directly or through a group. */
 int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err);
 

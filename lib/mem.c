@@ -7,8 +7,8 @@
 
 #include "lib/mem.h"
 
-#define MEM_GRAIN 8
-#define MEM_NR_SIZES (MEM_SLAB_MAX / MEM_GRAIN)
+#define MEM_GRAIN      8
+#define MEM_NR_SIZES   (MEM_SLAB_MAX / MEM_GRAIN)
 #define MEM_CHUNK_SIZE (64 * 1024)
 /*
  * Chunks are carved from 2 MiB blocks, aligned and advised for
@@ -41,9 +41,9 @@ struct mem_block {
 };
 
 struct mem_slab {
-	struct mem_free_obj *local;          /* writer's free list */
+	struct mem_free_obj *local;            /* writer's free list */
 	_Atomic(struct mem_free_obj *) remote; /* frees from any thread */
-	char *carve, *carve_end;             /* unused tail of the newest chunk */
+	char *carve, *carve_end;               /* unused tail of the newest chunk */
 };
 
 /*
@@ -73,7 +73,7 @@ struct mem {
 };
 
 #define MEM_STORE(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define MEM_LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define MEM_LOAD(field)     __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 static const char *const mem_class_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nexthop",

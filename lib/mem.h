@@ -40,10 +40,10 @@ struct mem_class_stats {
 
 struct mem_stats {
 	struct mem_class_stats cls[MEM_CLASS_MAX];
-	uint64_t live_bytes;     /* sum of cls[].bytes */
-	uint64_t slab_bytes;     /* slab chunks held (live + free objects) */
-	uint64_t slab_free_bytes;/* free objects inside slab chunks */
-	uint64_t large_bytes;    /* live objects served by malloc */
+	uint64_t live_bytes;      /* sum of cls[].bytes */
+	uint64_t slab_bytes;      /* slab chunks held (live + free objects) */
+	uint64_t slab_free_bytes; /* free objects inside slab chunks */
+	uint64_t large_bytes;     /* live objects served by malloc */
 };
 
 /* Returns NULL with errno set. */

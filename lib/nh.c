@@ -12,7 +12,7 @@
 /* Two chained hash tables, writer only: objects by id, anonymous nexthops by value. */
 struct nh_hash {
 	struct nh **bucket;
-	uint32_t mask;  /* buckets - 1 */
+	uint32_t mask; /* buckets - 1 */
 	uint64_t count;
 };
 
@@ -220,7 +220,8 @@ static struct nh *nh_new(struct nh_table *nt, uint32_t id, struct nh_info *info)
 	return nh;
 }
 
-static struct nh_info *nh_info_new(struct nh_table *nt, uint8_t kind, uint8_t family, unsigned int n)
+static struct nh_info *nh_info_new(struct nh_table *nt, uint8_t kind, uint8_t family,
+				   unsigned int n)
 {
 	struct nh_info *info = mem_alloc(nt->mem, MEM_NH_INFO, nh_info_size(n));
 
@@ -233,8 +234,8 @@ static struct nh_info *nh_info_new(struct nh_table *nt, uint8_t kind, uint8_t fa
 	return info;
 }
 
-struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsigned int n,
-			int *ret, struct errbuf *err)
+struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsigned int n, int *ret,
+			struct errbuf *err)
 {
 	struct {
 		struct nh_info info;
@@ -380,8 +381,8 @@ static int nh_obj_info(struct nh_table *nt, const struct nh_obj_cfg *cfg, struct
 		for (unsigned int i = 0; i < cfg->n_members; i++) {
 			members[i] = nh_find_id(nt, cfg->member[i].id);
 			if (!members[i]) {
-				err_set(err, "nexthop group %u: member id %u does not exist", cfg->id,
-					cfg->member[i].id);
+				err_set(err, "nexthop group %u: member id %u does not exist",
+					cfg->id, cfg->member[i].id);
 				return -EINVAL;
 			}
 			if (members[i]->info->kind != NH_KIND_PATH || members[i]->id == cfg->id) {
@@ -607,7 +608,8 @@ int nh_obj_del(struct nh_table *nt, struct nh *nh, struct nh **emptied, unsigned
 
 		if (gold->n == 1) {
 			if (*n_emptied == cap) {
-				err_set(err, "nexthop %u: too many groups to empty at once", nh->id);
+				err_set(err, "nexthop %u: too many groups to empty at once",
+					nh->id);
 				free(groups);
 				return -ENOSPC;
 			}

@@ -70,11 +70,11 @@ struct nh_obj_cfg {
 	uint32_t id;
 	uint8_t family;
 	uint8_t blackhole;
-	uint16_t n_members;       /* > 0: a group of these objects */
-	struct nh_path path;      /* single path (no members, no blackhole) */
+	uint16_t n_members;  /* > 0: a group of these objects */
+	struct nh_path path; /* single path (no members, no blackhole) */
 	struct {
 		uint32_t id;
-		uint16_t weight;  /* 1..256 */
+		uint16_t weight; /* 1..256 */
 	} member[NH_MAX_PATHS];
 };
 
@@ -91,8 +91,8 @@ void nh_table_destroy(struct nh_table *nt);
  * *@ret and a message on bad paths (no gateway nor device, weight 0,
  * too many) or no memory.
  */
-struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsigned int n,
-			int *ret, struct errbuf *err);
+struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsigned int n, int *ret,
+			struct errbuf *err);
 /* The object @id with a reference taken, or NULL (-ENOENT in *@ret, message). */
 struct nh *nh_get_id(struct nh_table *nt, uint32_t id, int *ret, struct errbuf *err);
 /* Takes another reference. */

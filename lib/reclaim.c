@@ -31,7 +31,7 @@ struct reclaim_batch {
 
 /* Background freeing starts once this share of sync-mem waits, or after RECLAIM_LINGER_NS. */
 #define RECLAIM_WAKE_DIVISOR 2
-#define RECLAIM_LINGER_NS (10 * 1000 * 1000)
+#define RECLAIM_LINGER_NS    (10 * 1000 * 1000)
 
 struct reclaim {
 	struct mem *mem;
@@ -44,7 +44,7 @@ struct reclaim {
 	struct reclaim_batch *open; /* retired, not yet taken; head is being filled */
 	uint64_t open_bytes;
 	unsigned int inflight; /* lists taken and not yet freed, by any thread */
-	bool flush; /* take the open list now */
+	bool flush;            /* take the open list now */
 	bool stop;
 
 	/* Written by the writer; read anywhere. */
@@ -267,9 +267,8 @@ void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 		reclaim_forced_wait(r, b);
 		return;
 	}
-	if (was_empty ||
-	    r->open_bytes >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed) /
-				     RECLAIM_WAKE_DIVISOR)
+	if (was_empty || r->open_bytes >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed) /
+						  RECLAIM_WAKE_DIVISOR)
 		pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 }

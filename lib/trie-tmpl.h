@@ -30,8 +30,8 @@
 #include "lib/trie.h"
 
 #define TRIE_CAT2(a, b) a##_##b
-#define TRIE_CAT(a, b) TRIE_CAT2(a, b)
-#define TN(name) TRIE_CAT(TRIE, name)
+#define TRIE_CAT(a, b)  TRIE_CAT2(a, b)
+#define TN(name)        TRIE_CAT(TRIE, name)
 
 /*
  * The header common to leaves and internal nodes. A child index of an
@@ -95,9 +95,9 @@ struct TRIE {
  * size. It halves when its nonempty children fall under halve_threshold
  * percent of its size. The root is kept larger, as it is always visited.
  */
-#define HALVE_THRESHOLD 25
-#define INFLATE_THRESHOLD 50
-#define HALVE_THRESHOLD_ROOT 15
+#define HALVE_THRESHOLD        25
+#define INFLATE_THRESHOLD      50
+#define HALVE_THRESHOLD_ROOT   15
 #define INFLATE_THRESHOLD_ROOT 30
 /* Inflate or halve steps per node per resize: bounds the work of one update. */
 #define MAX_WORK 10
@@ -109,7 +109,7 @@ struct TRIE {
  * relaxed atomic accesses (plain moves on x86, and visible as such to TSan).
  * The writer's own reads need none.
  */
-#define SLEN_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SLEN_LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define SLEN_STORE(x, v) __atomic_store_n(&(x), (uint8_t)(v), __ATOMIC_RELAXED)
 
 static inline bool node_is_leaf(const struct node *n)
@@ -858,9 +858,8 @@ backtrace:
 			 * exists below pn when its slen is not above that, and
 			 * higher bits need longer suffixes still, so climb.
 			 */
-			while (!cindex ||
-			       pn->n.pos + (unsigned int)__builtin_ctzl(cindex) >=
-				       SLEN_LOAD(pn->n.slen)) {
+			while (!cindex || pn->n.pos + (unsigned int)__builtin_ctzl(cindex) >=
+						  SLEN_LOAD(pn->n.slen)) {
 				const struct tnode *pp;
 
 				if (!pn)
@@ -1237,7 +1236,9 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 	if (ret)
 		return ret;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
-		err_set(err, "counts: leaves %llu (is %llu), routes %llu (is %llu), tnodes %llu (is %llu)",
+		err_set(err,
+			"counts: leaves %llu (is %llu), routes %llu (is %llu), tnodes %llu (is "
+			"%llu)",
 			(unsigned long long)t->nr_leaves, (unsigned long long)leaves,
 			(unsigned long long)t->nr_routes, (unsigned long long)routes,
 			(unsigned long long)t->nr_tnodes, (unsigned long long)tnodes);

@@ -51,8 +51,8 @@ struct trie_stats {
 	uint64_t routes;
 	uint64_t tnodes;
 	uint64_t nodes_by_bits[TRIE_MAX_BITS + 1]; /* internal nodes by bits */
-	uint64_t pointers;      /* child slots of all internal nodes */
-	uint64_t null_pointers; /* empty ones */
+	uint64_t pointers;                         /* child slots of all internal nodes */
+	uint64_t null_pointers;                    /* empty ones */
 	uint64_t leaf_bytes;
 	uint64_t tnode_bytes;
 	uint64_t total_depth; /* sum of leaf depths (root = depth 1 for a lone leaf) */
@@ -63,7 +63,7 @@ struct trie_stats {
 	struct T;                                                                                  \
 	/* Returns NULL with errno set. Nodes come from @m and are retired to @rc. */              \
 	struct T *T##_new(struct mem *m, struct reclaim *rc);                                      \
-	/* Frees every node now: call when no reader can reach the trie any more. */              \
+	/* Frees every node now: call when no reader can reach the trie any more. */               \
 	void T##_destroy(struct T *t);                                                             \
 	/*                                                                                         \
 	 * Writer. Edits the routes of prefix @key/@plen through @fn. Returns 0, the               \
@@ -71,13 +71,13 @@ struct trie_stats {
 	 * than TRIE_LEAF_MAX routes on one key) or -ENOMEM; on error nothing changed.             \
 	 */                                                                                        \
 	int T##_edit(struct T *t, KEY key, unsigned int plen, trie_edit_fn *fn, void *ctx);        \
-	/* Longest-prefix match: the route the kernel would pick, or NULL. */                     \
+	/* Longest-prefix match: the route the kernel would pick, or NULL. */                      \
 	const struct fib_route *T##_lookup_rcu(const struct T *t, KEY addr);                       \
 	/* @n lookups, interleaved to hide memory latency; res[i] is as from _lookup_rcu. */       \
 	void T##_lookup_batch_rcu(const struct T *t, const KEY *addr,                              \
 				  const struct fib_route **res, unsigned int n);                   \
 	/* The routes of exactly @key/@plen (count in *@n), or NULL. */                            \
-	const struct fib_route *T##_find_rcu(const struct T *t, KEY key, unsigned int plen,         \
+	const struct fib_route *T##_find_rcu(const struct T *t, KEY key, unsigned int plen,        \
 					     unsigned int *n);                                     \
 	/*                                                                                         \
 	 * Iteration in key order that tolerates concurrent updates: the leaf with                 \
@@ -87,7 +87,7 @@ struct trie_stats {
 	 */                                                                                        \
 	int T##_next_rcu(const struct T *t, KEY from, KEY *key, const struct fib_route **routes,   \
 			 unsigned int *n);                                                         \
-	/* Writer, or reader (figures may then be mid-update). */                                \
+	/* Writer, or reader (figures may then be mid-update). */                                  \
 	void T##_get_stats(const struct T *t, struct trie_stats *st);                              \
 	/* Route count, cheap, any thread. */                                                      \
 	uint64_t T##_routes(const struct T *t);                                                    \

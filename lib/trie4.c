@@ -5,8 +5,8 @@
 
 #include "lib/trie.h"
 
-#define TRIE trie4
-#define TKEY uint32_t
+#define TRIE   trie4
+#define TKEY   uint32_t
 #define KEYLEN 32
 
 /* The shift by 32 is done in 64 bits, so it needs no branch. */

@@ -5,8 +5,8 @@
 
 #include "lib/trie.h"
 
-#define TRIE trie6
-#define TKEY trie_key6
+#define TRIE   trie6
+#define TKEY   trie_key6
 #define KEYLEN 128
 
 static inline trie_key6 key_shr(trie_key6 x, unsigned int s)

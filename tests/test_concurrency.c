@@ -45,11 +45,11 @@
 
 typedef unsigned __int128 u128;
 
-#define NR_READERS	    2
+#define NR_READERS          2
 #define PROBES_PER_SENTINEL 4
-#define MAX_SENTINELS	    24
-#define MAX_PROBES	    (MAX_SENTINELS * PROBES_PER_SENTINEL)
-#define SENTINEL_METRIC	    1000 /* sentinel i has metric 1000 + i; churned routes are below */
+#define MAX_SENTINELS       24
+#define MAX_PROBES          (MAX_SENTINELS * PROBES_PER_SENTINEL)
+#define SENTINEL_METRIC     1000 /* sentinel i has metric 1000 + i; churned routes are below */
 #define CHURN_METRIC_MAX    999
 
 static uint64_t seed;
@@ -275,10 +275,10 @@ static int edit_set_route(void *ctx, const struct fib_route *old, unsigned int n
 /* --------------------------------------------------- sentinels and probes */
 
 static const char *const sentinels4[] = {
-	"0.0.0.0/0",	  "10.0.0.0/8",	    "10.1.0.0/16",	"10.1.2.0/24",	    "10.1.2.3/32",
-	"10.64.0.0/10",	  "10.128.0.0/9",   "10.200.0.0/13",	"172.16.0.0/12",    "172.20.5.0/24",
+	"0.0.0.0/0",      "10.0.0.0/8",     "10.1.0.0/16",      "10.1.2.0/24",      "10.1.2.3/32",
+	"10.64.0.0/10",   "10.128.0.0/9",   "10.200.0.0/13",    "172.16.0.0/12",    "172.20.5.0/24",
 	"192.168.0.0/16", "192.168.1.0/24", "192.168.1.128/25", "192.168.1.255/32", "100.64.0.0/10",
-	"1.2.3.4/32",	  "203.0.113.0/24", "128.0.0.0/1",	"64.0.0.0/2",	    "198.18.0.0/15",
+	"1.2.3.4/32",     "203.0.113.0/24", "128.0.0.0/1",      "64.0.0.0/2",       "198.18.0.0/15",
 };
 
 static const char *const sentinels6[] = {
@@ -391,7 +391,7 @@ static void make_probes(struct run *r, struct tdata_rng *rng)
 			if (sentinel_lpm(r, a) != s)
 				continue;
 			r->probe[r->nprobe++] =
-			    (struct probe){ .addr = a, .plen = s->plen, .metric = s->metric };
+				(struct probe){ .addr = a, .plen = s->plen, .metric = s->metric };
 			got++;
 		}
 		assert_int_equal(got, want);
@@ -719,7 +719,8 @@ static void run_concurrency(const struct params *pa)
 		churn_step(&c);
 		if (pa->toggle && i % 5000 == 4999)
 			assert_int_equal(
-			    reclaim_set_sync_mem(r->rc, (i / 5000) % 2 ? 64u << 10 : 64u << 20), 0);
+				reclaim_set_sync_mem(r->rc, (i / 5000) % 2 ? 64u << 10 : 64u << 20),
+				0);
 		if (i % 100000 == 99999)
 			check_trie(r);
 	}
@@ -741,14 +742,14 @@ static void run_concurrency(const struct params *pa)
 	}
 	reclaim_get_stats(r->rc, &st);
 	print_message(
-	    "%s sync-mem %llu%s: %llu edits (%llu in, %llu out) in %.2f s; widest node %u "
-	    "bits; readers: %lu lookups, %lu batched, %lu random, %lu failures; "
-	    "forced waits %llu (%.1f ms), peak pending %llu\n",
-	    f->name, (unsigned long long)pa->sync_mem, pa->toggle ? " toggled" : "",
-	    (unsigned long long)ops, (unsigned long long)c.inserts, (unsigned long long)c.deletes,
-	    (t1 - t0) / 1e9, c.max_bits, lookups, batch, randoms, failures,
-	    (unsigned long long)st.forced_waits, st.wait_ns_total / 1e6,
-	    (unsigned long long)st.peak_pending);
+		"%s sync-mem %llu%s: %llu edits (%llu in, %llu out) in %.2f s; widest node %u "
+		"bits; readers: %lu lookups, %lu batched, %lu random, %lu failures; "
+		"forced waits %llu (%.1f ms), peak pending %llu\n",
+		f->name, (unsigned long long)pa->sync_mem, pa->toggle ? " toggled" : "",
+		(unsigned long long)ops, (unsigned long long)c.inserts,
+		(unsigned long long)c.deletes, (t1 - t0) / 1e9, c.max_bits, lookups, batch, randoms,
+		failures, (unsigned long long)st.forced_waits, st.wait_ns_total / 1e6,
+		(unsigned long long)st.peak_pending);
 
 	assert_int_equal(failures, 0);
 	/* Readers ran during the churn, not only before or after it. */

@@ -65,7 +65,7 @@ static int add(struct fib *f, const char *prefix, const char *gw, uint32_t metri
 }
 
 #define CREATE (FIB_F_CREATE)
-#define EXCL (FIB_F_CREATE | FIB_F_EXCL)
+#define EXCL   (FIB_F_CREATE | FIB_F_EXCL)
 
 /* Copies what a lookup found, so that no assertion runs inside a read-side section. */
 struct found {
@@ -188,8 +188,7 @@ static void test_fib_create_prepends_and_append_appends(void **state)
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.1", 5, EXCL), 0);
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.2", 5, CREATE), 0);
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.3", 5, CREATE | FIB_F_APPEND), 0);
-	assert_string_equal(routes_of(f, "10.0.0.0/8", &c),
-			    "192.0.2.2/5 192.0.2.1/5 192.0.2.3/5");
+	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "192.0.2.2/5 192.0.2.1/5 192.0.2.3/5");
 	assert_string_equal(lookup(f, 0, "10.1.2.3").gw, "192.0.2.2");
 }
 
@@ -214,7 +213,8 @@ static void test_fib_replace_replaces_first_route_of_its_metric(void **state)
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.2", 10, CREATE | FIB_F_APPEND), 0);
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.9", 20, EXCL), 0);
 	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.3", 10, CREATE | FIB_F_REPLACE), 0);
-	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "192.0.2.3/10 192.0.2.2/10 192.0.2.9/20");
+	assert_string_equal(routes_of(f, "10.0.0.0/8", &c),
+			    "192.0.2.3/10 192.0.2.2/10 192.0.2.9/20");
 	/* The replaced route's nexthop went with it. */
 	fib_get_state(f, &st);
 	assert_int_equal(st.nh_anonymous, 3);

@@ -448,7 +448,7 @@ static void ft_lookups(struct ft *s, int family, int inside, unsigned long n, st
 
 	for (unsigned long done = 0; done < n; chunk++) {
 		unsigned int len =
-		    n - done < LOOKUP_CHUNK ? (unsigned int)(n - done) : LOOKUP_CHUNK;
+			n - done < LOOKUP_CHUNK ? (unsigned int)(n - done) : LOOKUP_CHUNK;
 		/* Mostly the dataplane's calls; one chunk in eight through fib_match_rcu. */
 		enum ft_api api = chunk % 8 == 7 ? FT_MATCH : chunk % 2 ? FT_BATCH : FT_SINGLE;
 

@@ -152,7 +152,7 @@ static void *slow_reader_main(void *arg)
 		urcu_memb_read_lock();
 		if (sr->t4) {
 			const struct fib_route *r = trie4_lookup_rcu(
-			    sr->t4, 0x0a000000u | (uint32_t)(tdata_rng_next(&rng) >> 40));
+				sr->t4, 0x0a000000u | (uint32_t)(tdata_rng_next(&rng) >> 40));
 
 			if (r && (r->type != FIB_RT_UNICAST || r->plen > 32))
 				atomic_fetch_add(&sr->bad, 1);
@@ -638,12 +638,12 @@ static void test_reclaim_trie_churn_keeps_pending_under_sync_mem(void **state)
 	slow_reader_stop(&sr);
 
 	st = stats(rc);
-	print_message(
-	    "sync-mem 64K: %llu edits, %llu forced waits (%.1f ms), peak %llu, max object %llu, "
-	    "widest node %u bits, reader holds %lu\n",
-	    (unsigned long long)c.ops, (unsigned long long)st.forced_waits, st.wait_ns_total / 1e6,
-	    (unsigned long long)st.peak_pending, (unsigned long long)st.max_object, c.max_bits,
-	    atomic_load(&sr.holds));
+	print_message("sync-mem 64K: %llu edits, %llu forced waits (%.1f ms), peak %llu, max "
+		      "object %llu, "
+		      "widest node %u bits, reader holds %lu\n",
+		      (unsigned long long)c.ops, (unsigned long long)st.forced_waits,
+		      st.wait_ns_total / 1e6, (unsigned long long)st.peak_pending,
+		      (unsigned long long)st.max_object, c.max_bits, atomic_load(&sr.holds));
 	assert_true(st.forced_waits > 0);
 	assert_true(st.peak_pending <= st.sync_mem + st.max_object);
 	check_trie4(t);
@@ -927,9 +927,9 @@ static void test_reclaim_sync_mem_set_from_another_thread(void **state)
 	slow_reader_stop(&sr);
 	st = stats(rc);
 	print_message(
-	    "%lu sets from another thread; then forced waits %llu, highest pending %llu\n", tu.sets,
-	    (unsigned long long)(st.forced_waits - st0.forced_waits),
-	    (unsigned long long)max_after);
+		"%lu sets from another thread; then forced waits %llu, highest pending %llu\n",
+		tu.sets, (unsigned long long)(st.forced_waits - st0.forced_waits),
+		(unsigned long long)max_after);
 	assert_int_equal(st.sync_mem, 65536);
 	assert_true(max_after < 65536);
 	assert_true(st.forced_waits > st0.forced_waits);

@@ -417,7 +417,7 @@ static unsigned int ref_value_count(uint64_t v)
 }
 
 #define POOL_BASES 64
-#define REGIONS	   4
+#define REGIONS    4
 
 /*
  * The shape of the random workload. Pool bases have their low bits clear
@@ -432,7 +432,7 @@ struct workload {
 	unsigned int base_len[POOL_BASES];
 	tkey region[REGIONS];
 	unsigned int region_len[REGIONS];
-	tkey hosts[REGIONS];	  /* blocks of 64 addresses, for nodes at the bottom of the key */
+	tkey hosts[REGIONS];      /* blocks of 64 addresses, for nodes at the bottom of the key */
 	unsigned int region_span; /* prefix lengths used in a region: region_len .. + span */
 };
 
@@ -839,11 +839,11 @@ static void diff_check_memory(struct diff *d, const struct trie_stats *st)
 	reclaim_barrier(d->f->rc);
 	mem_get_stats(d->f->m, &ms);
 	if (ms.cls[MEM_LEAF].bytes != st->leaf_bytes || ms.cls[MEM_TNODE].bytes != st->tnode_bytes)
-		fail_msg(
-		    "op %lu: allocator holds leaf %llu tnode %llu bytes; the trie has %llu, %llu",
-		    d->op, (unsigned long long)ms.cls[MEM_LEAF].bytes,
-		    (unsigned long long)ms.cls[MEM_TNODE].bytes, (unsigned long long)st->leaf_bytes,
-		    (unsigned long long)st->tnode_bytes);
+		fail_msg("op %lu: allocator holds leaf %llu tnode %llu bytes; the trie has %llu, "
+			 "%llu",
+			 d->op, (unsigned long long)ms.cls[MEM_LEAF].bytes,
+			 (unsigned long long)ms.cls[MEM_TNODE].bytes,
+			 (unsigned long long)st->leaf_bytes, (unsigned long long)st->tnode_bytes);
 	if (ms.cls[MEM_LEAF].objects != st->leaves || ms.cls[MEM_TNODE].objects != st->tnodes)
 		fail_msg("op %lu: allocator holds %llu leaves %llu tnodes; the trie has %llu, %llu",
 			 d->op, (unsigned long long)ms.cls[MEM_LEAF].objects,
@@ -1170,9 +1170,9 @@ static void test_trie_rejects_host_bits_and_long_prefixes(void **state)
 		tkey key;
 		unsigned int plen;
 	} bad[] = {
-		{ net | 1, len },			      /* the lowest host bit */
+		{ net | 1, len },                             /* the lowest host bit */
 		{ net | ((tkey)1 << (bits - len - 1)), len }, /* the highest one */
-		{ 1, 0 },				      /* any bit under a default route */
+		{ 1, 0 },                                     /* any bit under a default route */
 		{ net, bits + 1 },
 		{ 0, bits + 1 },
 		{ 0, 255 },
@@ -1220,8 +1220,8 @@ static void test_trie_callback_error_leaves_trie_unchanged(void **state)
 		tkey key;
 		unsigned int plen, n_old;
 	} edits[] = {
-		{ net, b, 1 },	   /* the middle prefix of a leaf of three */
-		{ net, a, 2 },	   /* the shortest, with two routes */
+		{ net, b, 1 },     /* the middle prefix of a leaf of three */
+		{ net, a, 2 },     /* the shortest, with two routes */
 		{ net, a + 4, 0 }, /* absent, on an existing leaf */
 		{ absent, 12, 0 }, /* absent, no leaf */
 		{ other, b, 1 },   /* alone on its leaf */

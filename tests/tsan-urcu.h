@@ -20,10 +20,10 @@
 #define rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 #undef urcu_memb_read_unlock
 #define urcu_memb_read_unlock() (__tsan_release(&urcu_memb_gp), _urcu_memb_read_unlock())
-#define urcu_memb_synchronize_rcu()                                                              \
-	do {                                                                                     \
-		urcu_memb_synchronize_rcu();                                                     \
-		__tsan_acquire(&urcu_memb_gp);                                                   \
+#define urcu_memb_synchronize_rcu()                                                                \
+	do {                                                                                       \
+		urcu_memb_synchronize_rcu();                                                       \
+		__tsan_acquire(&urcu_memb_gp);                                                     \
 	} while (0)
 
 #endif

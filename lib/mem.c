@@ -112,10 +112,12 @@ static size_t mem_round(size_t size)
 /* Memory for big objects, on huge pages where the kernel has them. */
 static void *mem_huge_alloc(size_t size)
 {
-	void *p = aligned_alloc(MEM_BLOCK_SIZE, (size + 4095) & ~(size_t)4095);
+	void *p;
 
-	if (p)
-		madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
+	/* posix_memalign: aligned_alloc() wants the size a multiple of the alignment. */
+	if (posix_memalign(&p, MEM_BLOCK_SIZE, size))
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
 	return p;
 }
 

@@ -819,77 +819,97 @@ static inline const struct fib_route *leaf_match(const struct leaf *l, TKEY key)
 }
 
 /*
- * Steps 2 and 3 of the lookup, from where the exact descent (step 1)
- * stopped: @n is the node it stopped at (NULL for an empty slot), @pn the
- * deepest node passed whose subtree holds prefixes shorter than its index
- * (slen > pos), and @cindex our index in @pn.
+ * Backtracking (step 2 of the kernel's lookup): clear the lowest set bit
+ * of our index in @pn, climbing when the index is spent; each step tries a
+ * shorter prefix. Returns the next child slot that may hold a prefix
+ * covering the key, or NULL when none is left; updates *@pnp and *@cip.
+ */
+static struct node *const *backtrack(const struct tnode **pnp, unsigned long *cip)
+{
+	const struct tnode *pn = *pnp;
+	unsigned long cindex = *cip;
+	unsigned int j;
+
+	for (;;) {
+		/*
+		 * Clearing bit j can only reach a prefix whose suffix covers bit
+		 * pos + j: none exists below pn when its slen is not above that,
+		 * and higher bits need longer suffixes still, so climb.
+		 */
+		while (!cindex ||
+		       pn->n.pos + (unsigned int)__builtin_ctzl(cindex) >= SLEN_LOAD(pn->n.slen)) {
+			const struct tnode *pp;
+
+			if (!pn)
+				return NULL;
+			pp = rcu_dereference(pn->parent);
+			if (!pp)
+				return NULL;
+			cindex = get_index(pn->n.key, &pp->n);
+			pn = pp;
+		}
+		/* The child with bit j cleared helps only if its slen copy covers pos + j. */
+		j = (unsigned int)__builtin_ctzl(cindex);
+		cindex &= cindex - 1;
+		if (SLEN_LOAD(child_slen(pn)[cindex]) > pn->n.pos + j)
+			break;
+	}
+	*pnp = pn;
+	*cip = cindex;
+	return &pn->child[cindex];
+}
+
+enum tail_step {
+	TAIL_FOUND,     /* *r is the answer */
+	TAIL_BACKTRACK, /* nothing here: try a shorter prefix */
+	TAIL_DESCEND,   /* shorter prefixes lie down the all-zeros side: child 0 */
+};
+
+/* Steps 2 and 3 at node @n, reached by descent or by backtracking. */
+static inline enum tail_step tail_visit(TKEY key, const struct node *n, const struct fib_route **r)
+{
+	/*
+	 * A leaf of exactly our key: every route on it covers the key. Else the
+	 * key may still match a prefix in n only if n's key agrees with it above
+	 * n's lowest set bit, and n holds a prefix shorter than its index bits.
+	 */
+	if (!(node_is_leaf(n) && n->key == key) &&
+	    (prefix_mismatch(key, n) || SLEN_LOAD(n->slen) == n->pos))
+		return TAIL_BACKTRACK;
+	if (!node_is_leaf(n))
+		return TAIL_DESCEND;
+	/* Step 3: the leaf's routes, longest first. */
+	*r = leaf_match(node_leaf(n), key);
+	return *r ? TAIL_FOUND : TAIL_BACKTRACK;
+}
+
+/*
+ * Steps 2 and 3, from where the exact descent (step 1) stopped: @n is the
+ * node it stopped at (NULL for an empty slot), @pn the deepest node passed
+ * whose subtree holds prefixes shorter than its index (slen > pos), and
+ * @cindex our index in @pn.
  */
 static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const struct tnode *pn,
 					   unsigned long cindex)
 {
-	struct node *const *cptr;
-	const struct fib_route *r;
+	struct node *const *slot;
+	const struct fib_route *r = NULL;
 
-	if (!n)
-		goto backtrace;
-	if (node_is_leaf(n) && n->key == key)
-		goto found;
 	for (;;) {
-		/*
-		 * Step 2: the key may still match a prefix in n only if n's key
-		 * agrees with it above n's lowest set bit, and n holds a
-		 * prefix shorter than its own index bits.
-		 */
-		if (prefix_mismatch(key, n) || SLEN_LOAD(n->slen) == n->pos)
-			goto backtrace;
-		if (node_is_leaf(n))
-			goto found;
-		/* Shorter prefixes lie down the all-zeros side. */
-		cptr = &node_tnode(n)->child[0];
-		while (!(n = rcu_dereference(*cptr))) {
-backtrace:
-			/*
-			 * Clear the lowest set bit of our index, climbing when it
-			 * is spent: each step tries a shorter prefix.
-			 */
-			/*
-			 * Clearing the lowest set bit j of the index can only
-			 * reach a prefix whose suffix covers bit pos + j: none
-			 * exists below pn when its slen is not above that, and
-			 * higher bits need longer suffixes still, so climb.
-			 */
-			while (!cindex || pn->n.pos + (unsigned int)__builtin_ctzl(cindex) >=
-						  SLEN_LOAD(pn->n.slen)) {
-				const struct tnode *pp;
+		if (n) {
+			enum tail_step step = tail_visit(key, n, &r);
 
-				if (!pn)
-					return NULL;
-				pp = rcu_dereference(pn->parent);
-				if (!pp)
-					return NULL;
-				cindex = get_index(pn->n.key, &pp->n);
-				pn = pp;
+			if (step == TAIL_FOUND)
+				return r;
+			if (step == TAIL_DESCEND) {
+				n = rcu_dereference(node_tnode(n)->child[0]);
+				continue;
 			}
-			/*
-			 * The child with bit j cleared helps only if some prefix
-			 * in it covers bit pos + j: its slen copy says.
-			 */
-			{
-				unsigned int j = (unsigned int)__builtin_ctzl(cindex);
-
-				cindex &= cindex - 1;
-				if (SLEN_LOAD(child_slen(pn)[cindex]) <= pn->n.pos + j)
-					goto backtrace;
-			}
-			cptr = &pn->child[cindex];
 		}
-		continue;
-found:
-		/* Step 3: the leaf's routes, longest first. */
-		r = leaf_match(node_leaf(n), key);
-		if (r)
-			return r;
-		goto backtrace;
+		slot = backtrack(&pn, &cindex);
+		if (!slot)
+			return NULL;
+		n = rcu_dereference(*slot);
 	}
 }
 
@@ -917,61 +937,114 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 
 #define BATCH_LANES 32
 
+/* Where one lane of a batch lookup stands: the memory it waits for was prefetched. */
+enum lane_phase {
+	LANE_DESC_NODE, /* step 1: read the node's header */
+	LANE_DESC_SLOT, /* step 1: read the child slot */
+	LANE_TAIL_NODE, /* steps 2-3: visit the node */
+	LANE_TAIL_SLOT, /* steps 2-3: read the slot backtracking chose */
+	LANE_DONE,
+};
+
+struct lane {
+	const struct node *n;
+	const struct tnode *pn;
+	unsigned long cindex;
+	struct node *const *slot;
+	enum lane_phase phase;
+};
+
+/* Moves lane @l by one memory access; returns true when it has its answer in *@res. */
+static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **res)
+{
+	const struct node *x;
+	TKEY index;
+
+	switch (l->phase) {
+	case LANE_DESC_NODE:
+		x = l->n;
+		index = get_cindex(key, x);
+		if ((index >> x->bits) || node_is_leaf(x)) {
+			l->phase = LANE_TAIL_NODE;
+			return lane_step(l, key, res); /* the header is here already */
+		}
+		if (SLEN_LOAD(x->slen) > x->pos) {
+			l->pn = node_tnode(x);
+			l->cindex = (unsigned long)index;
+		}
+		l->slot = &node_tnode(x)->child[(unsigned long)index];
+		l->phase = LANE_DESC_SLOT;
+		__builtin_prefetch(l->slot);
+		return false;
+	case LANE_DESC_SLOT:
+	case LANE_TAIL_SLOT:
+		x = rcu_dereference(*l->slot);
+		if (x) {
+			l->n = x;
+			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
+			__builtin_prefetch(x);
+			return false;
+		}
+		break;
+	case LANE_TAIL_NODE:
+		switch (tail_visit(key, l->n, res)) {
+		case TAIL_FOUND:
+			l->phase = LANE_DONE;
+			return true;
+		case TAIL_DESCEND:
+			l->slot = &node_tnode(l->n)->child[0];
+			l->phase = LANE_TAIL_SLOT;
+			__builtin_prefetch(l->slot);
+			return false;
+		case TAIL_BACKTRACK:
+			break;
+		}
+		break;
+	case LANE_DONE:
+		return true;
+	}
+	/* Backtrack: the nodes it reads were on our path, so they are at hand. */
+	l->slot = backtrack(&l->pn, &l->cindex);
+	if (!l->slot) {
+		*res = NULL;
+		l->phase = LANE_DONE;
+		return true;
+	}
+	l->phase = LANE_TAIL_SLOT;
+	__builtin_prefetch(l->slot);
+	return false;
+}
+
 /*
- * Step 1 for BATCH_LANES keys at once. Each lane alternates between two
- * phases so that every memory access was prefetched a round earlier: read
- * a node's header and prefetch the child slot; read the slot and prefetch
- * the child. Steps 2 and 3 then run per lane on (mostly) cached nodes.
+ * The whole lookup for up to BATCH_LANES keys at once, each lane a small
+ * state machine that prefetches what it needs next and lets the other
+ * lanes run while that arrives: descent, leaf checks and backtracking all
+ * overlap their cache misses.
  */
 static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
 			 unsigned int nl)
 {
-	const struct node *n[BATCH_LANES];
-	const struct tnode *pn[BATCH_LANES];
-	unsigned long cindex[BATCH_LANES], next[BATCH_LANES];
-	uint32_t active = (nl >= 32 ? ~0u : (1u << nl) - 1), fetch = 0;
+	struct lane lane[BATCH_LANES];
+	uint32_t active = nl >= 32 ? ~0u : (1u << nl) - 1;
 	const struct node *root = rcu_dereference(t->root);
 
-	for (unsigned int i = 0; i < nl; i++) {
-		n[i] = root;
-		pn[i] = NULL;
-		cindex[i] = 0;
+	if (!root) {
+		for (unsigned int i = 0; i < nl; i++)
+			res[i] = NULL;
+		return;
 	}
-	if (!root)
-		active = 0;
+	for (unsigned int i = 0; i < nl; i++) {
+		lane[i] = (struct lane){ .n = root, .phase = LANE_DESC_NODE };
+		res[i] = NULL;
+	}
 	while (active) {
 		for (uint32_t m = active; m; m &= m - 1) {
 			unsigned int i = (unsigned int)__builtin_ctz(m);
-			const struct node *x = n[i];
 
-			if (fetch & (1u << i)) {
-				x = rcu_dereference(node_tnode(x)->child[next[i]]);
-				n[i] = x;
-				fetch &= ~(1u << i);
-				if (!x) {
-					active &= ~(1u << i);
-					continue;
-				}
-				__builtin_prefetch(x);
-			} else {
-				TKEY index = get_cindex(key[i], x);
-
-				if ((index >> x->bits) || node_is_leaf(x)) {
-					active &= ~(1u << i);
-					continue;
-				}
-				if (SLEN_LOAD(x->slen) > x->pos) {
-					pn[i] = node_tnode(x);
-					cindex[i] = (unsigned long)index;
-				}
-				next[i] = (unsigned long)index;
-				fetch |= 1u << i;
-				__builtin_prefetch(&node_tnode(x)->child[next[i]]);
-			}
+			if (lane_step(&lane[i], key[i], &res[i]))
+				active &= ~(1u << i);
 		}
 	}
-	for (unsigned int i = 0; i < nl; i++)
-		res[i] = lookup_tail(key[i], n[i], pn[i], cindex[i]);
 }
 
 void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,

@@ -532,6 +532,118 @@ static void test_fib_bulk_mode_stays_correct(void **state)
 	ref_free(ref);
 }
 
+/*
+ * Random route and nexthop churn, with every kind of edit and flag, checked
+ * by fib_check() (trie invariants and every nexthop's reference count)
+ * as it goes; ASan adds leaks and use after free. Errors are expected and
+ * must leave the FIB consistent.
+ */
+static void test_fib_random_churn_keeps_fib_consistent(void **state)
+{
+	static const unsigned int flag_sets[] = {
+		FIB_F_CREATE | FIB_F_EXCL, FIB_F_CREATE, FIB_F_CREATE | FIB_F_APPEND,
+		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE, 0,
+	};
+	struct fib *f = *state;
+	struct tdata_rng rng;
+	struct errbuf err;
+	int ok = 0, failed = 0;
+
+	tdata_rng_seed(&rng, tdata_seed(11));
+	for (int op = 0; op < 60000; op++) {
+		uint64_t x = tdata_rng_next(&rng);
+		unsigned int kind = (unsigned int)(x % 16);
+		char prefix[32], gw[32];
+		int ret;
+
+		snprintf(prefix, sizeof(prefix), "10.%u.%u.0/%u", (unsigned int)(x >> 8) % 4,
+			 (unsigned int)(x >> 16) % 4 * 64, 16 + (unsigned int)(x >> 24) % 3 * 4);
+		/* Host bits may be set by the length chosen: those adds must fail cleanly. */
+		snprintf(gw, sizeof(gw), "192.0.2.%u", 1 + (unsigned int)(x >> 32) % 6);
+		if (kind < 7) {
+			struct nh_path p = gw4(gw);
+			struct fib_rcfg rc;
+
+			memset(&rc, 0, sizeof(rc));
+			if (addr_parse_prefix(prefix, AF_INET, &rc.dst, &err))
+				continue;
+			rc.metric = (uint32_t)(x >> 40) % 3;
+			rc.flags = flag_sets[(x >> 44) % 6];
+			rc.type = (x >> 48) % 5 == 0 ? FIB_RT_BLACKHOLE : FIB_RT_UNICAST;
+			if (rc.type == FIB_RT_UNICAST) {
+				if ((x >> 52) % 3 == 0)
+					rc.nh_id = 1 + (uint32_t)(x >> 54) % 8;
+				else {
+					rc.n_paths = 1;
+					rc.paths = &p;
+				}
+			}
+			ret = fib_route_add(f, &rc, &err);
+		} else if (kind < 11) {
+			struct fib_rcfg rc;
+
+			memset(&rc, 0, sizeof(rc));
+			if (addr_parse_prefix(prefix, AF_INET, &rc.dst, &err))
+				continue;
+			rc.metric = (x >> 40) % 2 ? (uint32_t)(x >> 41) % 3 : 0;
+			ret = fib_route_del(f, &rc, &err);
+		} else if (kind < 14) {
+			/* Objects 1..4 single paths, 5..8 groups of them. */
+			struct nh_obj_cfg cfg;
+			uint32_t id = 1 + (uint32_t)(x >> 40) % 8;
+
+			memset(&cfg, 0, sizeof(cfg));
+			cfg.id = id;
+			cfg.family = AF_INET;
+			if (id <= 4) {
+				cfg.path = gw4(gw);
+			} else {
+				cfg.n_members = (uint16_t)(1 + (x >> 44) % 3);
+				for (unsigned int i = 0; i < cfg.n_members; i++) {
+					cfg.member[i].id = 1 + (uint32_t)(i + (x >> 46)) % 4;
+					cfg.member[i].weight = (uint16_t)(1 + i);
+				}
+			}
+			ret = fib_nh_set(f, &cfg, (x >> 50) % 2 ? FIB_F_CREATE | FIB_F_REPLACE : FIB_F_CREATE,
+					 &err);
+		} else if (kind < 15) {
+			ret = fib_nh_del(f, 1 + (uint32_t)(x >> 40) % 8, &err);
+		} else {
+			ret = (x >> 40) % 50 ? 0 : fib_table_flush(f, 0, AF_UNSPEC);
+		}
+		if (ret)
+			failed++;
+		else
+			ok++;
+		if (op % 500 == 0) {
+			int c = fib_check(f, &err);
+
+			if (c)
+				fail_msg("op %d: %s", op, err.msg);
+		}
+	}
+	assert_int_equal(fib_check(f, &err), 0);
+	/* Both outcomes must have happened, or the churn tested little. */
+	assert_true(ok > 1000 && failed > 1000);
+	assert_int_equal(fib_table_flush(f, 0, AF_UNSPEC), 0);
+	for (uint32_t id = 5; id <= 8; id++)
+		fib_nh_del(f, id, &err);
+	for (uint32_t id = 1; id <= 4; id++)
+		fib_nh_del(f, id, &err);
+	assert_int_equal(fib_check(f, &err), 0);
+	fib_reclaim_barrier(f);
+	{
+		struct fib_state st;
+
+		fib_get_state(f, &st);
+		assert_int_equal(st.routes4, 0);
+		assert_int_equal(st.nh_anonymous + st.nh_objects, 0);
+		assert_int_equal(st.mem.cls[MEM_NH].bytes, 0);
+		assert_int_equal(st.mem.cls[MEM_NH_INFO].bytes, 0);
+		assert_int_equal(st.mem.cls[MEM_LEAF].bytes, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +663,7 @@ int main(void)
 		T(test_fib_ipv6_routes_and_fibmatch_prefix),
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),
+		T(test_fib_random_churn_keeps_fib_consistent),
 #undef T
 	};
 

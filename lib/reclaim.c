@@ -168,6 +168,7 @@ static void *reclaim_thread(void *arg)
 struct reclaim *reclaim_new(struct mem *m)
 {
 	struct reclaim *r = calloc(1, sizeof(*r));
+	pthread_condattr_t ca;
 	int err;
 
 	if (!r)
@@ -175,16 +176,11 @@ struct reclaim *reclaim_new(struct mem *m)
 	r->mem = m;
 	atomic_init(&r->sync_mem, RECLAIM_SYNC_MEM_DEFAULT);
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->wake, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_destroy(&r->wake);
-		pthread_cond_init(&r->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	/* The background thread's timed waits count in CLOCK_MONOTONIC. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&r->done, NULL);
 	err = pthread_create(&r->thread, NULL, reclaim_thread, r);
 	if (err) {

@@ -28,12 +28,15 @@ int addr_parse(const char *s, int family, struct addr *out, struct errbuf *err)
 
 bool addr_has_host_bits(const struct addr *a, unsigned int plen)
 {
-	unsigned int bits = addr_bits(a->family);
+	unsigned int bytes = addr_bits(a->family) / 8, i = plen / 8;
 
-	if (plen >= bits)
+	if (plen >= bytes * 8)
 		return false;
-	for (unsigned int i = plen; i < bits; i++) {
-		if (a->b[i / 8] & (0x80u >> (i % 8)))
+	/* The partial byte, then every byte after it. */
+	if (a->b[i] & (0xffu >> (plen % 8)))
+		return true;
+	while (++i < bytes) {
+		if (a->b[i])
 			return true;
 	}
 	return false;
@@ -41,8 +44,13 @@ bool addr_has_host_bits(const struct addr *a, unsigned int plen)
 
 void addr_mask(struct addr *a, unsigned int plen)
 {
-	for (unsigned int i = plen; i < addr_bits(a->family); i++)
-		a->b[i / 8] &= (uint8_t) ~(0x80u >> (i % 8));
+	unsigned int bytes = addr_bits(a->family) / 8, i = plen / 8;
+
+	if (plen >= bytes * 8)
+		return;
+	a->b[i] &= (uint8_t) ~(0xffu >> (plen % 8));
+	while (++i < bytes)
+		a->b[i] = 0;
 }
 
 int addr_parse_prefix(const char *s, int family, struct addr_prefix *out, struct errbuf *err)
@@ -70,8 +78,11 @@ int addr_parse_prefix(const char *s, int family, struct addr_prefix *out, struct
 	memcpy(buf, s, alen);
 	buf[alen] = '\0';
 	ret = addr_parse(buf, family, &out->a, err);
-	if (ret)
+	if (ret) {
+		if (slash)
+			err_prefix(err, "'%s'", s);
 		return ret;
+	}
 	if (!slash) {
 		out->plen = (uint8_t)addr_bits(out->a.family);
 		return 0;

@@ -532,6 +532,54 @@ static void test_fib_bulk_mode_stays_correct(void **state)
 	ref_free(ref);
 }
 
+static void test_addr_parses_masks_and_refuses_host_bits(void **state)
+{
+	static const struct {
+		const char *text;
+		int ret;
+		const char *masked; /* the prefix with host bits cleared */
+	} cases[] = {
+		{ "10.0.0.0/8", 0, "10.0.0.0/8" },
+		{ "10.0.0.1/8", -EINVAL, "10.0.0.0/8" },
+		{ "10.128.0.0/9", 0, "10.128.0.0/9" },
+		{ "10.192.0.0/9", -EINVAL, "10.128.0.0/9" },
+		{ "0.0.0.0/0", 0, "0.0.0.0/0" },
+		{ "255.255.255.255/32", 0, "255.255.255.255/32" },
+		{ "1.2.3.4", 0, "1.2.3.4/32" },
+		{ "1.2.3.4/33", -EINVAL, NULL },
+		{ "1.2.3/24", -EINVAL, NULL },
+		{ "2001:db8::/32", 0, "2001:db8::/32" },
+		{ "2001:db8::1/127", -EINVAL, "2001:db8::/127" },
+		{ "2001:db8:8000::/33", 0, "2001:db8:8000::/33" },
+		{ "::/0", 0, "::/0" },
+		{ "::1/129", -EINVAL, NULL },
+		{ "10.0.0.0/", -EINVAL, NULL },
+		{ "10.0.0.0/-1", -EINVAL, NULL },
+	};
+	struct addr_prefix p;
+	struct errbuf err;
+	char buf[ADDR_STRLEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = addr_parse_prefix(cases[i].text, AF_UNSPEC, &p, &err);
+
+		if (ret != cases[i].ret)
+			fail_msg("%s: %d, expected %d (%s)", cases[i].text, ret, cases[i].ret,
+				 err.msg);
+		if (ret)
+			assert_non_null(strstr(err.msg, cases[i].text));
+		if (!cases[i].masked)
+			continue;
+		addr_mask(&p.a, p.plen);
+		assert_false(addr_has_host_bits(&p.a, p.plen));
+		assert_string_equal(addr_prefix_format(&p, buf, sizeof(buf)), cases[i].masked);
+	}
+	assert_int_equal(addr_parse_prefix("default", AF_INET6, &p, &err), 0);
+	assert_int_equal(p.plen, 0);
+	assert_int_equal(addr_parse_prefix("default", AF_UNSPEC, &p, &err), -EINVAL);
+}
+
 /*
  * Random route and nexthop churn, with every kind of edit and flag, checked
  * by fib_check() (trie invariants and every nexthop's reference count)
@@ -664,6 +712,7 @@ int main(void)
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),
 		T(test_fib_random_churn_keeps_fib_consistent),
+		T(test_addr_parses_masks_and_refuses_host_bits),
 #undef T
 	};
 

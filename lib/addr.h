@@ -6,10 +6,12 @@
 #ifndef LCFIB_ADDR_H
 #define LCFIB_ADDR_H
 
+#include <endian.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/err.h"
 #include "lib/trie.h"
@@ -64,11 +66,11 @@ static inline uint32_t addr_key4(const struct addr *a)
 
 static inline trie_key6 addr_key6_raw(const struct in6_addr *a)
 {
-	trie_key6 k = 0;
+	uint64_t hi, lo;
 
-	for (int i = 0; i < 16; i++)
-		k = (k << 8) | a->s6_addr[i];
-	return k;
+	memcpy(&hi, a->s6_addr, 8);
+	memcpy(&lo, a->s6_addr + 8, 8);
+	return (trie_key6)be64toh(hi) << 64 | be64toh(lo);
 }
 
 static inline trie_key6 addr_key6(const struct addr *a)

@@ -250,7 +250,8 @@ struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsign
 		*ret = -EINVAL;
 		return NULL;
 	}
-	memset(&key, 0, sizeof(key));
+	/* Only what is hashed and compared: the header and the @n paths. */
+	memset(&key, 0, nh_info_size(n));
 	key.info.kind = n == 1 ? NH_KIND_PATH : NH_KIND_MULTIPATH;
 	key.info.n = (uint16_t)n;
 	for (unsigned int i = 0; i < n; i++) {

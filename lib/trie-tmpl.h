@@ -1050,6 +1050,11 @@ static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib
 void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
 			  unsigned int n)
 {
+	if (__atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) < trie_batch_min_leaves) {
+		for (unsigned int i = 0; i < n; i++)
+			res[i] = TN(lookup_rcu)(t, key[i]);
+		return;
+	}
 	for (unsigned int i = 0; i < n; i += BATCH_LANES)
 		lookup_lanes(t, key + i, res + i, n - i < BATCH_LANES ? n - i : BATCH_LANES);
 }

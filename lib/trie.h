@@ -59,6 +59,15 @@ struct trie_stats {
 	unsigned int max_depth;
 };
 
+/*
+ * Below this many leaves, batch lookups run as plain lookups one after the
+ * other: a trie that small sits in cache, and the lanes' bookkeeping costs
+ * more than it hides (tests/bench's size sweep crosses over between 2^15 and
+ * 2^16 prefixes on our machine). Default 2^15; tests set 0 to exercise the
+ * lanes on small tries. Set it before readers start.
+ */
+extern unsigned int trie_batch_min_leaves;
+
 #define TRIE_DECLARE(T, KEY)                                                                       \
 	struct T;                                                                                  \
 	/* Returns NULL with errno set. Nodes come from @m and are retired to @rc. */              \

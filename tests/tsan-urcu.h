@@ -11,6 +11,10 @@
 #ifndef LCFIB_TESTS_TSAN_URCU_H
 #define LCFIB_TESTS_TSAN_URCU_H
 
+/* Included before anything else: the feature macros of the files that follow. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
 #define _LGPL_SOURCE 1
 #include <sanitizer/tsan_interface.h>
 #include <urcu/pointer.h>

@@ -13,7 +13,7 @@
 
 /* Included before anything else: the feature macros of the files that follow. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1
+#define _GNU_SOURCE
 #endif
 #define _LGPL_SOURCE 1
 #include <sanitizer/tsan_interface.h>

@@ -179,3 +179,18 @@ uint64_t tdata_seed(uint64_t dflt)
 	fprintf(stderr, "seed: %llu\n", (unsigned long long)seed);
 	return seed;
 }
+
+int tdata_edit_set(void *ctx, const struct fib_route *old, unsigned int n_old,
+		   struct fib_route *out, unsigned int cap)
+{
+	const struct tdata_edit *req = ctx;
+
+	(void)old;
+	(void)n_old;
+	if (req->del)
+		return 0;
+	if (cap < 1)
+		return -ENOSPC;
+	out[0] = (struct fib_route){ .metric = req->metric, .type = FIB_RT_UNICAST };
+	return 1;
+}

@@ -6,10 +6,12 @@
 #ifndef LCFIB_TESTS_TDATA_H
 #define LCFIB_TESTS_TDATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "lib/addr.h"
+#include "lib/route.h"
 
 struct tdata_table {
 	struct addr_prefix *v4;
@@ -27,6 +29,19 @@ const char *tdata_dir(void);
  */
 int tdata_load_fullview(struct tdata_table *t);
 void tdata_free(struct tdata_table *t);
+
+/*
+ * The trie edit most tests make: the prefix gets exactly one unicast route
+ * of metric @metric, or (del) none. Pass a struct tdata_edit as the context
+ * of trie*_edit() with tdata_edit_set as the callback.
+ */
+struct tdata_edit {
+	uint32_t metric;
+	bool del;
+};
+
+int tdata_edit_set(void *ctx, const struct fib_route *old, unsigned int n_old,
+		   struct fib_route *out, unsigned int cap);
 
 /* A small, fast, seeded generator (xorshift64*), so failures repeat. */
 struct tdata_rng {

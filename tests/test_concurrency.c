@@ -250,28 +250,6 @@ static u128 rng128(struct tdata_rng *rng)
 	return (hi << 64) | tdata_rng_next(rng);
 }
 
-/* ------------------------------------------------------ route editing */
-
-struct edit_req {
-	uint32_t metric;
-	bool del;
-};
-
-static int edit_set_route(void *ctx, const struct fib_route *old, unsigned int n_old,
-			  struct fib_route *out, unsigned int cap)
-{
-	const struct edit_req *req = ctx;
-
-	(void)old;
-	(void)n_old;
-	if (req->del)
-		return 0;
-	if (cap < 1)
-		return -ENOSPC;
-	out[0] = (struct fib_route){ .metric = req->metric, .type = FIB_RT_UNICAST };
-	return 1;
-}
-
 /* --------------------------------------------------- sentinels and probes */
 
 static const char *const sentinels4[] = {
@@ -591,21 +569,21 @@ static void churn_step(struct churn *c)
 	bool insert = c->n == 0 || (c->n < c->cap && (c->draining ? x % 4 == 0 : x % 4 != 0));
 
 	if (insert) {
-		struct edit_req req = { .metric = 1 + (uint32_t)((x >> 8) % CHURN_METRIC_MAX) };
+		struct tdata_edit req = { .metric = 1 + (uint32_t)((x >> 8) % CHURN_METRIC_MAX) };
 		unsigned int plen;
 		u128 key;
 
 		churn_pick(c, &key, &plen);
-		assert_int_equal(f->edit(c->r->t, key, plen, edit_set_route, &req), 0);
+		assert_int_equal(f->edit(c->r->t, key, plen, tdata_edit_set, &req), 0);
 		c->key[c->n] = key;
 		c->plen[c->n] = (uint8_t)plen;
 		c->n++;
 		c->inserts++;
 	} else {
-		struct edit_req req = { .del = true };
+		struct tdata_edit req = { .del = true };
 		size_t i = (size_t)((x >> 8) % c->n);
 
-		assert_int_equal(f->edit(c->r->t, c->key[i], c->plen[i], edit_set_route, &req), 0);
+		assert_int_equal(f->edit(c->r->t, c->key[i], c->plen[i], tdata_edit_set, &req), 0);
 		c->n--;
 		c->key[i] = c->key[c->n];
 		c->plen[i] = c->plen[c->n];
@@ -677,11 +655,11 @@ static void run_concurrency(const struct params *pa)
 
 	assert_true(nnames <= MAX_SENTINELS);
 	for (unsigned int i = 0; i < nnames; i++) {
-		struct edit_req req = { .metric = SENTINEL_METRIC + i };
+		struct tdata_edit req = { .metric = SENTINEL_METRIC + i };
 
 		parse_sentinel(f, names[i], &r->sen[i]);
 		r->sen[i].metric = SENTINEL_METRIC + i;
-		assert_int_equal(f->edit(r->t, r->sen[i].key, r->sen[i].plen, edit_set_route, &req),
+		assert_int_equal(f->edit(r->t, r->sen[i].key, r->sen[i].plen, tdata_edit_set, &req),
 				 0);
 	}
 	r->nsen = nnames;

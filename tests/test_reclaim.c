@@ -61,53 +61,32 @@ static struct reclaim_stats stats(const struct reclaim *rc)
 
 /* ------------------------------------------------------ route editing */
 
-/* The edit the tests make: one unicast route of metric @metric, or none (delete). */
-struct edit_req {
-	uint32_t metric;
-	bool del;
-};
-
-static int edit_set_route(void *ctx, const struct fib_route *old, unsigned int n_old,
-			  struct fib_route *out, unsigned int cap)
-{
-	const struct edit_req *req = ctx;
-
-	(void)old;
-	(void)n_old;
-	if (req->del)
-		return 0;
-	if (cap < 1)
-		return -ENOSPC;
-	out[0] = (struct fib_route){ .metric = req->metric, .type = FIB_RT_UNICAST };
-	return 1;
-}
-
 static int set4(struct trie4 *t, uint32_t key, unsigned int plen, uint32_t metric)
 {
-	struct edit_req req = { .metric = metric };
+	struct tdata_edit req = { .metric = metric };
 
-	return trie4_edit(t, key, plen, edit_set_route, &req);
+	return trie4_edit(t, key, plen, tdata_edit_set, &req);
 }
 
 static int del4(struct trie4 *t, uint32_t key, unsigned int plen)
 {
-	struct edit_req req = { .del = true };
+	struct tdata_edit req = { .del = true };
 
-	return trie4_edit(t, key, plen, edit_set_route, &req);
+	return trie4_edit(t, key, plen, tdata_edit_set, &req);
 }
 
 static int set6(struct trie6 *t, trie_key6 key, unsigned int plen, uint32_t metric)
 {
-	struct edit_req req = { .metric = metric };
+	struct tdata_edit req = { .metric = metric };
 
-	return trie6_edit(t, key, plen, edit_set_route, &req);
+	return trie6_edit(t, key, plen, tdata_edit_set, &req);
 }
 
 static int del6(struct trie6 *t, trie_key6 key, unsigned int plen)
 {
-	struct edit_req req = { .del = true };
+	struct tdata_edit req = { .del = true };
 
-	return trie6_edit(t, key, plen, edit_set_route, &req);
+	return trie6_edit(t, key, plen, tdata_edit_set, &req);
 }
 
 static uint32_t mask4(uint32_t key, unsigned int plen)

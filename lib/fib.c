@@ -798,6 +798,14 @@ static int fib_count_nh_ref(void *ctx, const struct addr_prefix *p, const struct
 	return 0;
 }
 
+void fib_table_dump_rcu(const struct fib_table *tb, FILE *f)
+{
+	if (tb->family == AF_INET)
+		trie4_dump(tb->t4, f);
+	else
+		trie6_dump(tb->t6, f);
+}
+
 int fib_check(const struct fib *f, struct errbuf *err)
 {
 	for (unsigned int i = 0; i < f->tables->n; i++) {

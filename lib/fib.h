@@ -158,8 +158,10 @@ int fib_walk_rcu(const struct fib_table *tb,
 
 /* Any thread. Counters, reclamation and memory. */
 void fib_get_state(const struct fib *f, struct fib_state *st);
-/* Reader or writer. Trie statistics of one table. */
+/* Reader or writer. Trie statistics of one table (as /proc/net/fib_triestat). */
 void fib_table_stats_rcu(const struct fib_table *tb, struct trie_stats *st);
+/* Reader or writer. The trie of one table, node by node (as /proc/net/fib_trie). */
+void fib_table_dump_rcu(const struct fib_table *tb, FILE *f);
 /*
  * Writer. Checks the invariants of every trie, and that each nexthop's
  * reference count is what routes, groups and objects hold: -EUCLEAN with

@@ -433,6 +433,22 @@ static void test_fib_tables_are_separate(void **state)
 	assert_int_equal(lookup(f, 100, "10.0.1.1").plen, 8);
 	assert_int_equal(lookup(f, 0, "10.0.1.1").plen, 16);
 	assert_false(lookup(f, 0, "10.1.1.1").hit);
+	{
+		/* The dump shows the routes of the table asked for, and only those. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mf = open_memstream(&buf, &len);
+
+		assert_non_null(mf);
+		fib_read_lock();
+		fib_table_dump_rcu(fib_table_get_rcu(f, 100, AF_INET), mf);
+		fib_read_unlock();
+		fclose(mf);
+		assert_non_null(strstr(buf, "10.0.0.0"));
+		assert_non_null(strstr(buf, "/8 type 1"));
+		assert_null(strstr(buf, "/16"));
+		free(buf);
+	}
 	assert_int_equal(fib_table_flush(f, 100, AF_UNSPEC), 0);
 	assert_false(lookup(f, 100, "10.0.1.1").hit);
 	fib_get_state(f, &st);

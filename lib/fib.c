@@ -470,6 +470,12 @@ int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
 		nh = nh_get_paths(f->nt, rc->paths, rc->n_paths, &ret, err);
 	if (ret)
 		goto out;
+	/* Without CREATE nothing can be added to a table that does not exist: make none. */
+	if (!(rc->flags & FIB_F_CREATE) && !fib_table_get(f, table, rc->dst.a.family)) {
+		err_set(err, "no such route (and no create flag)");
+		ret = -ENOENT;
+		goto put_nh;
+	}
 	tb = fib_table_obtain(f, table, rc->dst.a.family);
 	if (!tb) {
 		err_set(err, "out of memory for table %u", table);

@@ -234,6 +234,7 @@ static void test_fib_change_without_create_needs_an_existing_route(void **state)
 	fib_get_state(f, &st);
 	assert_int_equal(st.routes4, 0);
 	assert_int_equal(st.nh_anonymous, 0);
+	assert_int_equal(st.tables, 0); /* and no empty table was made for it */
 }
 
 static void test_fib_lower_metric_wins_until_deleted(void **state)

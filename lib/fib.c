@@ -226,7 +226,6 @@ struct fib_edit {
 	struct fib_route removed[TRIE_LEAF_MAX];
 	unsigned int n_removed;
 	struct errbuf *err;
-	const struct nh_table *nt;
 	bool (*pred)(void *ctx, const struct fib_route *r); /* filter edits */
 	void *pred_ctx;
 };

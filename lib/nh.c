@@ -110,7 +110,8 @@ static void nh_hash_add(struct nh_table *nt, struct nh_hash *h, struct nh *nh, b
 	head = &h->bucket[nh_key(nh, by_id) & h->mask];
 	*nh_next(nh, by_id) = *head;
 	*head = nh;
-	h->count++;
+	/* Counts are read by any thread (fib_get_state()). */
+	__atomic_store_n(&h->count, h->count + 1, __ATOMIC_RELAXED);
 }
 
 static void nh_hash_del(struct nh_hash *h, struct nh *nh, bool by_id)
@@ -120,7 +121,7 @@ static void nh_hash_del(struct nh_hash *h, struct nh *nh, bool by_id)
 	for (; *pp; pp = nh_next(*pp, by_id)) {
 		if (*pp == nh) {
 			*pp = *nh_next(nh, by_id);
-			h->count--;
+			__atomic_store_n(&h->count, h->count - 1, __ATOMIC_RELAXED);
 			return;
 		}
 	}

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <urcu/urcu-memb.h>
@@ -29,6 +30,15 @@ struct reclaim_batch {
 	struct reclaim_item item[RECLAIM_BATCH_ITEMS];
 };
 
+/*
+ * The writer stages small retires and moves them to the shared list this
+ * many at a time, so the lock is not taken per object; bigger objects, a
+ * forced wait, a flush or a barrier move them at once. At most
+ * RECLAIM_STAGE_ITEMS small objects wait for the writer's next retire.
+ */
+#define RECLAIM_STAGE_ITEMS 32
+#define RECLAIM_STAGE_BIG 4096
+
 /* Background freeing starts once this share of sync-mem waits, or after RECLAIM_LINGER_NS. */
 #define RECLAIM_WAKE_DIVISOR 2
 #define RECLAIM_LINGER_NS    (10 * 1000 * 1000)
@@ -44,6 +54,10 @@ struct reclaim {
 	struct reclaim_batch *open; /* retired, not yet taken; head is being filled */
 	uint64_t open_bytes;
 	unsigned int inflight; /* lists taken and not yet freed, by any thread */
+
+	/* Writer only. */
+	struct reclaim_item stage[RECLAIM_STAGE_ITEMS];
+	unsigned int n_stage;
 	bool flush;            /* take the open list now */
 	bool stop;
 
@@ -99,6 +113,50 @@ static struct reclaim_batch *reclaim_take_locked(struct reclaim *r)
 	return b;
 }
 
+/*
+ * Writer, after a grace period: frees what is still staged (what moving to
+ * the shared list could not take for want of memory).
+ */
+static void reclaim_free_stage(struct reclaim *r)
+{
+	uint64_t bytes = 0;
+
+	for (unsigned int i = 0; i < r->n_stage; i++) {
+		mem_free(r->mem, r->stage[i].cls, r->stage[i].p, r->stage[i].size);
+		bytes += r->stage[i].size;
+	}
+	r->n_stage = 0;
+	reclaim_count_freed(r, bytes);
+}
+
+/*
+ * Writer: moves the staged items to the open list. Call with the lock
+ * held. Items that find no room (no memory for a batch) stay staged, for
+ * reclaim_free_stage() after a forced grace period; returns -ENOMEM then.
+ */
+static int reclaim_unstage_locked(struct reclaim *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->n_stage; i++) {
+		struct reclaim_batch *b = r->open;
+
+		if (!b || b->n == RECLAIM_BATCH_ITEMS) {
+			b = mem_alloc(r->mem, MEM_RECLAIM, sizeof(*b));
+			if (!b)
+				break;
+			b->n = 0;
+			b->next = r->open;
+			r->open = b;
+		}
+		b->item[b->n++] = r->stage[i];
+		r->open_bytes += r->stage[i].size;
+	}
+	r->n_stage -= i;
+	memmove(r->stage, r->stage + i, r->n_stage * sizeof(r->stage[0]));
+	return r->n_stage ? -ENOMEM : 0;
+}
+
 /* A taken list was freed. Call with the lock held. */
 static void reclaim_done_locked(struct reclaim *r)
 {
@@ -115,6 +173,7 @@ static void reclaim_sync_and_free(struct reclaim *r, struct reclaim_batch *b)
 {
 	urcu_memb_synchronize_rcu();
 	reclaim_free_batches(r, b);
+	reclaim_free_stage(r);
 	pthread_mutex_lock(&r->lock);
 	if (b)
 		reclaim_done_locked(r);
@@ -209,13 +268,16 @@ static void reclaim_forced_wait(struct reclaim *r, struct reclaim_batch *b)
 		atomic_store_explicit(&r->wait_ns_max, dt, memory_order_relaxed);
 }
 
+/* Writer: counts a retire. Its counters have one writer: plain stores suffice. */
 static void reclaim_note_retired(struct reclaim *r, size_t size)
 {
+	uint64_t retired = atomic_load_explicit(&r->retired_bytes, memory_order_relaxed) + size;
+	uint64_t objects = atomic_load_explicit(&r->retired_objects, memory_order_relaxed) + 1;
 	uint64_t pending, peak;
 
-	pending = atomic_fetch_add_explicit(&r->retired_bytes, size, memory_order_relaxed) + size -
-		  atomic_load_explicit(&r->freed_bytes, memory_order_relaxed);
-	atomic_fetch_add_explicit(&r->retired_objects, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->retired_bytes, retired, memory_order_relaxed);
+	atomic_store_explicit(&r->retired_objects, objects, memory_order_relaxed);
+	pending = retired - atomic_load_explicit(&r->freed_bytes, memory_order_relaxed);
 	peak = atomic_load_explicit(&r->peak_pending, memory_order_relaxed);
 	if (pending > peak)
 		atomic_store_explicit(&r->peak_pending, pending, memory_order_relaxed);
@@ -232,39 +294,26 @@ static uint64_t reclaim_pending(struct reclaim *r)
 
 void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 {
+	uint64_t sync_mem = atomic_load_explicit(&r->sync_mem, memory_order_relaxed);
 	struct reclaim_batch *b;
-	bool was_empty;
+	bool over, was_empty;
+
+	r->stage[r->n_stage++] = (struct reclaim_item){ .p = p, .size = (uint32_t)size, .cls = c };
+	reclaim_note_retired(r, size);
+	over = reclaim_pending(r) >= sync_mem;
+	if (!over && r->n_stage < RECLAIM_STAGE_ITEMS && size < RECLAIM_STAGE_BIG)
+		return;
 
 	pthread_mutex_lock(&r->lock);
-	b = r->open;
-	if (!b || b->n == RECLAIM_BATCH_ITEMS) {
-		b = mem_alloc(r->mem, MEM_RECLAIM, sizeof(*b));
-		if (!b) {
-			/* No room to record it: wait for readers and free it now. */
-			pthread_mutex_unlock(&r->lock);
-			reclaim_note_retired(r, size);
-			reclaim_forced_wait(r, NULL);
-			mem_free(r->mem, c, p, size);
-			reclaim_count_freed(r, size);
-			return;
-		}
-		b->n = 0;
-		b->next = r->open;
-		r->open = b;
-	}
-	was_empty = r->open_bytes == 0 && b->n == 0 && !b->next;
-	b->item[b->n++] = (struct reclaim_item){ .p = p, .size = (uint32_t)size, .cls = c };
-	r->open_bytes += size;
-	reclaim_note_retired(r, size);
-
-	if (reclaim_pending(r) >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed)) {
+	was_empty = !r->open;
+	if (reclaim_unstage_locked(r) || over) {
+		/* At sync-mem, or no memory to record it: wait for readers, free it all. */
 		b = reclaim_take_locked(r);
 		pthread_mutex_unlock(&r->lock);
 		reclaim_forced_wait(r, b);
 		return;
 	}
-	if (was_empty || r->open_bytes >= atomic_load_explicit(&r->sync_mem, memory_order_relaxed) /
-						  RECLAIM_WAKE_DIVISOR)
+	if (was_empty || r->open_bytes >= sync_mem / RECLAIM_WAKE_DIVISOR)
 		pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 }
@@ -272,6 +321,13 @@ void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 void reclaim_flush(struct reclaim *r)
 {
 	pthread_mutex_lock(&r->lock);
+	if (reclaim_unstage_locked(r)) {
+		struct reclaim_batch *b = reclaim_take_locked(r);
+
+		pthread_mutex_unlock(&r->lock);
+		reclaim_forced_wait(r, b);
+		return;
+	}
 	if (r->open) {
 		r->flush = true;
 		pthread_cond_signal(&r->wake);
@@ -284,6 +340,7 @@ void reclaim_barrier(struct reclaim *r)
 	struct reclaim_batch *b;
 
 	pthread_mutex_lock(&r->lock);
+	reclaim_unstage_locked(r); /* what finds no room is freed after the grace period */
 	b = reclaim_take_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	reclaim_sync_and_free(r, b);

@@ -12,8 +12,9 @@
  * that everything is counted, not only replaced internal nodes, so a bulk
  * delete or a flush is bounded too.
  *
- * Threads: reclaim_retire() and reclaim_flush() belong to the one writer
- * thread, which must not be inside an RCU read-side critical section.
+ * Threads: reclaim_retire(), reclaim_flush() and reclaim_barrier() belong
+ * to the one writer thread, which must not be inside an RCU read-side
+ * critical section.
  * reclaim_set_sync_mem(), reclaim_get_sync_mem() and reclaim_get_stats()
  * may be called from any thread at any time.
  */
@@ -62,13 +63,14 @@ void reclaim_destroy(struct reclaim *r);
  */
 void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c);
 
-/* Writer only: hands everything retired so far to the background thread. */
+/*
+ * Writer only: hands everything retired so far to the background thread.
+ * Small retires are staged by the writer and handed over a few dozen at a
+ * time; a writer that goes idle calls this so the last few are freed too.
+ */
 void reclaim_flush(struct reclaim *r);
 
-/*
- * Any thread but a reader inside its read-side critical section: returns
- * when everything retired before the call has been freed.
- */
+/* Writer only: returns when everything retired before the call has been freed. */
 void reclaim_barrier(struct reclaim *r);
 
 /*

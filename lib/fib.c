@@ -217,6 +217,11 @@ void fib_reclaim_barrier(struct fib *f)
 	reclaim_barrier(f->rc);
 }
 
+void fib_reclaim_flush(struct fib *f)
+{
+	reclaim_flush(f->rc);
+}
+
 /* ------------------------------------------------------------ route edits */
 
 /* What one trie edit asks of the routes of one prefix, and what it took out. */

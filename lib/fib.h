@@ -170,6 +170,11 @@ void fib_table_dump_rcu(const struct fib_table *tb, FILE *f);
 int fib_check(const struct fib *f, struct errbuf *err);
 /* Writer: waits until everything retired so far is freed (tests, shutdown). */
 void fib_reclaim_barrier(struct fib *f);
+/*
+ * Writer, when it goes idle: hands the last few retired objects (staged by
+ * the writer, at most 32 small ones) to the background thread to free.
+ */
+void fib_reclaim_flush(struct fib *f);
 
 /* Prints a route ("10.0.0.0/8 via 192.0.2.1 dev 3 proto static metric 20"). Reader. */
 void fib_route_format(const struct addr_prefix *p, const struct fib_route *r, char *buf,

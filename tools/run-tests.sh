@@ -8,7 +8,7 @@ dir=${1:-build}
 shift || true
 [ $# -gt 0 ] || set -- --enable-werror
 
-"$top/tools/deps.sh" || exit 1
+"$top/tools/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
 cd "$top"
 "$top/tools/build.sh" "$dir" "$@" || { echo "0 passed, 1 failed"; exit 1; }
 status=0

@@ -230,6 +230,7 @@ struct fib_edit {
 	struct fib_route route; /* add: the new route */
 	struct fib_route removed[TRIE_LEAF_MAX];
 	unsigned int n_removed;
+	unsigned int at; /* add, del: where in the prefix's routes the route went in or out */
 	struct errbuf *err;
 	bool (*pred)(void *ctx, const struct fib_route *r); /* filter edits */
 	void *pred_ctx;
@@ -291,6 +292,7 @@ static int fib_add_fn(void *ctx, const struct fib_route *old, unsigned int n, st
 			memcpy(out, old, n * sizeof(*out));
 			ed->removed[ed->n_removed++] = out[fa];
 			out[fa] = *r;
+			ed->at = fa;
 			return (int)n;
 		}
 		if (match) {
@@ -303,7 +305,8 @@ static int fib_add_fn(void *ctx, const struct fib_route *old, unsigned int n, st
 		}
 		if (n >= cap)
 			goto full;
-		return (int)fib_insert_at(old, n, (flags & FIB_F_APPEND) ? end : fa, r, out);
+		ed->at = (flags & FIB_F_APPEND) ? end : fa;
+		return (int)fib_insert_at(old, n, ed->at, r, out);
 	}
 	if (!(flags & FIB_F_CREATE)) {
 		err_set(ed->err, "no such route (and no create flag)");
@@ -311,6 +314,7 @@ static int fib_add_fn(void *ctx, const struct fib_route *old, unsigned int n, st
 	}
 	if (n >= cap)
 		goto full;
+	ed->at = fa;
 	return (int)fib_insert_at(old, n, fa, r, out);
 full:
 	err_set(ed->err, "more than %u routes share this key", TRIE_LEAF_MAX);
@@ -365,6 +369,7 @@ static int fib_del_fn(void *ctx, const struct fib_route *old, unsigned int n, st
 		if (!fib_del_match(ed->rc, &old[i]))
 			continue;
 		ed->removed[ed->n_removed++] = old[i];
+		ed->at = i;
 		memcpy(out, old, i * sizeof(*out));
 		memcpy(out + i, old + i + 1, (n - i - 1) * sizeof(*out));
 		return (int)n - 1;
@@ -391,11 +396,11 @@ static int fib_filter_fn(void *ctx, const struct fib_route *old, unsigned int n,
 }
 
 static int fib_table_edit(struct fib_table *tb, const struct addr_prefix *p, trie_edit_fn *fn,
-			  struct fib_edit *ed)
+			  void *ctx)
 {
 	if (tb->family == AF_INET)
-		return trie4_edit(tb->t4, addr_key4(&p->a), p->plen, fn, ed);
-	return trie6_edit(tb->t6, addr_key6(&p->a), p->plen, fn, ed);
+		return trie4_edit(tb->t4, addr_key4(&p->a), p->plen, fn, ctx);
+	return trie6_edit(tb->t6, addr_key6(&p->a), p->plen, fn, ctx);
 }
 
 static void fib_release_removed(struct fib *f, struct fib_edit *ed)
@@ -456,7 +461,27 @@ static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_
 	err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
 }
 
-int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+/*
+ * Fills @u with what an edit of @rc changed: the route that went in (its
+ * nexthop reference now belongs to the trie) and the one that came out (the
+ * undo record keeps its reference, so the nexthop outlives the edit).
+ */
+static void fib_undo_record(struct fib_undo *u, const struct fib_rcfg *rc, uint32_t table,
+			    const struct fib_edit *ed, const struct fib_route *added)
+{
+	u->dst = rc->dst;
+	u->table = table;
+	u->at = (uint8_t)ed->at;
+	u->has_added = added != NULL;
+	if (added)
+		u->added = *added;
+	u->has_removed = ed->n_removed > 0;
+	if (ed->n_removed)
+		u->removed = ed->removed[0];
+}
+
+static int fib_route_add_rec(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+			     struct errbuf *err)
 {
 	uint32_t table = rc->table ? rc->table : FIB_TABLE_MAIN;
 	struct fib_edit ed;
@@ -499,11 +524,18 @@ int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
 	};
 	ret = fib_table_edit(tb, &rc->dst, fib_add_fn, &ed);
 	if (ret == -EALREADY) {
+		if (u)
+			*u = (struct fib_undo){ .dst = rc->dst, .table = table };
 		ret = 0;
 		goto put_nh;
 	}
 	if (ret)
 		goto put_nh;
+	if (u) {
+		ed.route.plen = rc->dst.plen;
+		fib_undo_record(u, rc, table, &ed, &ed.route);
+		ed.n_removed = 0; /* the record holds the reference */
+	}
 	fib_release_removed(f, &ed);
 	return 0;
 put_nh:
@@ -517,7 +549,8 @@ out:
 	return ret;
 }
 
-int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+static int fib_route_del_rec(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+			     struct errbuf *err)
 {
 	uint32_t table = rc->table ? rc->table : FIB_TABLE_MAIN;
 	struct fib_edit ed;
@@ -540,11 +573,99 @@ int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
 	ret = fib_table_edit(tb, &rc->dst, fib_del_fn, &ed);
 	if (ret)
 		goto out;
+	if (u) {
+		fib_undo_record(u, rc, table, &ed, NULL);
+		ed.n_removed = 0;
+	}
 	fib_release_removed(f, &ed);
 	return 0;
 out:
 	fib_err_where(err, rc, table);
 	return ret;
+}
+
+int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	return fib_route_add_rec(f, rc, NULL, err);
+}
+
+int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	return fib_route_del_rec(f, rc, NULL, err);
+}
+
+int fib_route_add_undo(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+		       struct errbuf *err)
+{
+	return fib_route_add_rec(f, rc, u, err);
+}
+
+int fib_route_del_undo(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+		       struct errbuf *err)
+{
+	return fib_route_del_rec(f, rc, u, err);
+}
+
+static bool fib_route_same(const struct fib_route *a, const struct fib_route *b)
+{
+	return a->nh == b->nh && a->metric == b->metric && a->type == b->type &&
+	       a->proto == b->proto && a->scope == b->scope;
+}
+
+/* Puts one prefix's routes back as they were before the edit @ctx recorded. */
+static int fib_undo_fn(void *ctx, const struct fib_route *old, unsigned int n,
+		       struct fib_route *out, unsigned int cap)
+{
+	struct fib_undo *u = ctx;
+	unsigned int k = n;
+
+	if (n)
+		memcpy(out, old, n * sizeof(*out));
+	if (u->has_added) {
+		if (u->at >= k || !fib_route_same(&out[u->at], &u->added))
+			return -ESTALE;
+		memmove(out + u->at, out + u->at + 1, (k - u->at - 1) * sizeof(*out));
+		k--;
+	}
+	if (u->has_removed) {
+		if (u->at > k || k >= cap)
+			return -ESTALE;
+		memmove(out + u->at + 1, out + u->at, (k - u->at) * sizeof(*out));
+		out[u->at] = u->removed;
+		k++;
+	}
+	return (int)k;
+}
+
+int fib_undo_revert(struct fib *f, struct fib_undo *u, struct errbuf *err)
+{
+	struct fib_table *tb;
+	int ret;
+
+	if (!u->has_added && !u->has_removed)
+		return 0;
+	tb = fib_table_get(f, u->table, u->dst.a.family);
+	ret = tb ? fib_table_edit(tb, &u->dst, fib_undo_fn, u) : -ESTALE;
+	if (ret) {
+		char p[ADDR_STRLEN];
+
+		err_set(err, "%s table %u: cannot undo the edit: %s",
+			addr_prefix_format(&u->dst, p, sizeof(p)), u->table,
+			ret == -ESTALE ? "the routes changed since" : strerror(-ret));
+		return ret;
+	}
+	/* The trie took the removed route's reference back and let the added one's go. */
+	if (u->has_added && u->added.nh)
+		nh_put(f->nt, u->added.nh);
+	u->has_added = u->has_removed = false;
+	return 0;
+}
+
+void fib_undo_release(struct fib *f, struct fib_undo *u)
+{
+	if (u->has_removed && u->removed.nh)
+		nh_put(f->nt, u->removed.nh);
+	u->has_added = u->has_removed = false;
 }
 
 /* Where an iteration over one table's leaves stands. */

@@ -97,6 +97,40 @@ uint64_t fib_get_sync_mem(const struct fib *f);
 int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
 /* Writer. Deletes the first route that matches (see struct fib_rcfg); -ESRCH when none. */
 int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
+/*
+ * What one route edit changed, so that it can be undone: route files apply
+ * as one transaction. A record holds a reference to the nexthop of the
+ * route the edit took out until it is reverted or released.
+ */
+struct fib_undo {
+	struct addr_prefix dst;
+	uint32_t table;
+	struct fib_route added;   /* the route that went in */
+	struct fib_route removed; /* the route that came out (replace, delete) */
+	uint8_t at;               /* their place among the prefix's routes */
+	bool has_added, has_removed;
+};
+
+/*
+ * Writer. fib_route_add() and fib_route_del() that also fill @u (on
+ * success) with what they changed. Every record must end in
+ * fib_undo_revert() or fib_undo_release(); fib_check() counts the
+ * references routes hold, so run it with no record outstanding.
+ */
+int fib_route_add_undo(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+		       struct errbuf *err);
+int fib_route_del_undo(struct fib *f, const struct fib_rcfg *rc, struct fib_undo *u,
+		       struct errbuf *err);
+/*
+ * Writer. Puts the routes of @u's prefix back as they were before its
+ * edit; revert records in the reverse order of their edits. Returns 0, or
+ * -ENOMEM, or -ESTALE when the prefix's routes changed otherwise since
+ * (nothing changed then, and @u still holds its reference).
+ */
+int fib_undo_revert(struct fib *f, struct fib_undo *u, struct errbuf *err);
+/* Writer. Keeps the edit: drops the reference @u holds. */
+void fib_undo_release(struct fib *f, struct fib_undo *u);
+
 /* Writer. Removes every route of @table (0: all tables) and @family (AF_UNSPEC: both). */
 int fib_table_flush(struct fib *f, uint32_t table, int family);
 

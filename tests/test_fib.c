@@ -611,10 +611,131 @@ static void test_addr_parses_masks_and_refuses_host_bits(void **state)
  * as it goes; ASan adds leaks and use after free. Errors are expected and
  * must leave the FIB consistent.
  */
+/* The whole main table as text: every route in lookup order, with its nexthop pointer. */
+static int dump_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *r)
+{
+	char **out = ctx, line[160], buf[ADDR_STRLEN];
+	size_t n = *out ? strlen(*out) : 0, k;
+
+	k = (size_t)snprintf(line, sizeof(line), "%s %p %u %u %u %u\n",
+			     addr_prefix_format(p, buf, sizeof(buf)), (void *)r->nh, r->metric,
+			     r->type, r->proto, r->scope);
+	*out = realloc(*out, n + k + 1);
+	memcpy(*out + n, line, k + 1);
+	return 0;
+}
+
+static char *dump_main(struct fib *f)
+{
+	const struct fib_table *tb;
+	char *out = NULL;
+
+	fib_read_lock();
+	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, AF_INET);
+	if (tb)
+		fib_walk_rcu(tb, dump_fn, &out);
+	fib_read_unlock();
+	return out ? out : strdup("");
+}
+
+static void test_fib_undo_reverts_edits_exactly(void **state)
+{
+	static const unsigned int flag_sets[] = {
+		FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
+		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE,
+	};
+	enum { N = 4000 };
+	struct fib *f = *state;
+	struct fib_undo *u = calloc(N, sizeof(*u));
+	struct tdata_rng rng;
+	struct errbuf err;
+	unsigned int n = 0, replaced = 0, deleted = 0;
+	char *before, *after;
+
+	assert_non_null(u);
+	tdata_rng_seed(&rng, tdata_seed(12));
+	/* Something to replace and delete, kept in a dump to compare with. */
+	for (int i = 0; i < 2000; i++) {
+		uint64_t x = tdata_rng_next(&rng);
+		char prefix[32], gw[32];
+
+		snprintf(prefix, sizeof(prefix), "10.%u.%u.0/24", (unsigned int)x % 8,
+			 (unsigned int)(x >> 8) % 8);
+		snprintf(gw, sizeof(gw), "192.0.2.%u", 1 + (unsigned int)(x >> 16) % 5);
+		add(f, prefix, gw, (uint32_t)(x >> 24) % 3, FIB_F_CREATE | FIB_F_APPEND);
+	}
+	before = dump_main(f);
+	while (n < N) {
+		uint64_t x = tdata_rng_next(&rng);
+		char prefix[32], gw[32];
+		struct nh_path p;
+		struct fib_rcfg rc;
+		int ret;
+
+		snprintf(prefix, sizeof(prefix), "10.%u.%u.0/24", (unsigned int)x % 8,
+			 (unsigned int)(x >> 8) % 8);
+		snprintf(gw, sizeof(gw), "192.0.2.%u", 1 + (unsigned int)(x >> 16) % 5);
+		p = gw4(gw);
+		rc = rcfg(prefix, (x >> 40) % 3 ? &p : NULL, (uint32_t)(x >> 24) % 3,
+			  flag_sets[(x >> 32) % 5]);
+		if (!rc.n_paths)
+			rc.type = (x >> 44) % 2 ? FIB_RT_BLACKHOLE : 0;
+		if ((x >> 48) % 3 == 0) {
+			ret = fib_route_del_undo(f, &rc, &u[n], &err);
+			deleted += !ret;
+		} else {
+			ret = fib_route_add_undo(f, &rc, &u[n], &err);
+			replaced += !ret && u[n].has_removed;
+		}
+		if (!ret)
+			n++;
+	}
+	assert_true(replaced > 100 && deleted > 100);
+	after = dump_main(f);
+	assert_string_not_equal(before, after);
+	free(after);
+	while (n--) {
+		int ret = fib_undo_revert(f, &u[n], &err);
+
+		if (ret)
+			fail_msg("undo %u: %s", n, err.msg);
+	}
+	after = dump_main(f);
+	assert_string_equal(before, after);
+	assert_int_equal(fib_check(f, &err), 0);
+	free(before);
+	free(after);
+	free(u);
+}
+
+static void test_fib_undo_release_keeps_edits(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p = gw4("192.0.2.1");
+	struct fib_rcfg rc = rcfg("10.0.0.0/8", &p, 0, EXCL);
+	struct fib_undo u;
+	struct errbuf err;
+	struct collect c;
+
+	assert_int_equal(fib_route_add_undo(f, &rc, &u, &err), 0);
+	fib_undo_release(f, &u);
+	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "192.0.2.1/0");
+	rc.flags = 0;
+	assert_int_equal(fib_route_del_undo(f, &rc, &u, &err), 0);
+	/* The record holds the deleted route's nexthop: nothing to share it with now. */
+	fib_reclaim_barrier(f);
+	assert_int_equal(fib_undo_revert(f, &u, &err), 0);
+	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "192.0.2.1/0");
+	assert_int_equal(fib_check(f, &err), 0);
+	assert_int_equal(fib_route_del_undo(f, &rc, &u, &err), 0);
+	fib_undo_release(f, &u);
+	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "");
+}
+
 static void test_fib_random_churn_keeps_fib_consistent(void **state)
 {
 	static const unsigned int flag_sets[] = {
-		FIB_F_CREATE | FIB_F_EXCL, FIB_F_CREATE, FIB_F_CREATE | FIB_F_APPEND,
+		FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
 		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE, 0,
 	};
 	struct fib *f = *state;
@@ -677,8 +798,9 @@ static void test_fib_random_churn_keeps_fib_consistent(void **state)
 					cfg.member[i].weight = (uint16_t)(1 + i);
 				}
 			}
-			ret = fib_nh_set(f, &cfg, (x >> 50) % 2 ? FIB_F_CREATE | FIB_F_REPLACE : FIB_F_CREATE,
-					 &err);
+			ret = fib_nh_set(
+				f, &cfg,
+				(x >> 50) % 2 ? FIB_F_CREATE | FIB_F_REPLACE : FIB_F_CREATE, &err);
 		} else if (kind < 15) {
 			ret = fib_nh_del(f, 1 + (uint32_t)(x >> 40) % 8, &err);
 		} else {
@@ -737,6 +859,8 @@ int main(void)
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),
 		T(test_fib_random_churn_keeps_fib_consistent),
+		T(test_fib_undo_reverts_edits_exactly),
+		T(test_fib_undo_release_keeps_edits),
 		T(test_addr_parses_masks_and_refuses_host_bits),
 #undef T
 	};

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control protocol between lcfibd and its clients (lcfibctl): frames
+ * on a unix stream socket, each a 12-byte header and a payload.
+ *
+ *   get    payload: an XPath into the lcfib module ("" or "/": all of it);
+ *          flags: CTL_GET_CONFIG and/or CTL_GET_STATE. Reply: RFC 7951 JSON.
+ *   edit   payload: RFC 7951 JSON of config data (merge, replace) or an
+ *          XPath (delete); flags: one CTL_EDIT_*. Reply: empty.
+ *   rpc    payload: RFC 7951 JSON of an RPC's input, {"lcfib:NAME":{...}}.
+ *          Reply: the RPC's output as JSON, {"lcfib:NAME":{...}} (or
+ *          empty). A load with path "-" is followed by CTL_DATA frames
+ *          carrying the file and one CTL_END; load-progress notifications
+ *          (CTL_NOTIFY) may come before the reply.
+ *   error  payload: {"errors":[{"message":"...","path":"...","app-tag":"..."}]}
+ *          (path and app-tag may be absent).
+ *
+ * Every reply carries the id of its request. Requests are answered in
+ * order. A peer that sends a bad header is answered with an error and
+ * disconnected; the daemon keeps serving everyone else.
+ */
+#ifndef LCFIB_CTL_H
+#define LCFIB_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/err.h"
+
+#define CTL_VERSION 1
+#define CTL_HDR_LEN 12
+
+/* Payload limits: a request (and a CTL_DATA chunk), and a reply. */
+#define CTL_REQ_MAX   (1u << 20)
+#define CTL_REPLY_MAX (1u << 30)
+
+enum ctl_type {
+	/* requests */
+	CTL_GET = 1,
+	CTL_EDIT = 2,
+	CTL_RPC = 3,
+	CTL_DATA = 4, /* a chunk of a streamed load */
+	CTL_END = 5,  /* the end of a streamed load */
+	/* replies */
+	CTL_REPLY = 64,
+	CTL_ERROR = 65,
+	CTL_NOTIFY = 66,
+};
+
+/* CTL_GET flags: what to return (none: both). */
+#define CTL_GET_CONFIG 0x1
+#define CTL_GET_STATE  0x2
+
+/* CTL_EDIT flags: one of these. */
+#define CTL_EDIT_MERGE   0
+#define CTL_EDIT_REPLACE 1
+#define CTL_EDIT_DELETE  2
+
+/* Error reply app-tags the daemon uses (libyang's own tags pass through too). */
+#define CTL_TAG_MALFORMED   "malformed-message"
+#define CTL_TAG_INVALID     "invalid-value"
+#define CTL_TAG_DENIED      "access-denied"
+#define CTL_TAG_ROUTE_FILE  "route-file-error"
+#define CTL_TAG_FAILED      "operation-failed"
+#define CTL_TAG_BUSY        "in-use"
+#define CTL_TAG_UNSUPPORTED "operation-not-supported"
+
+struct ctl_hdr {
+	uint32_t len; /* payload bytes after the header */
+	uint8_t version;
+	uint8_t type; /* enum ctl_type */
+	uint16_t flags;
+	uint32_t id; /* request id; replies echo it */
+};
+
+/* Writes @h to @buf (CTL_HDR_LEN bytes, big-endian fields). */
+void ctl_hdr_encode(const struct ctl_hdr *h, uint8_t *buf);
+
+/*
+ * Reads a header from @buf (CTL_HDR_LEN bytes). Returns 0, or -EPROTO
+ * (bad version or type) or -EMSGSIZE (len > @max) with a message.
+ */
+int ctl_hdr_decode(const uint8_t *buf, uint32_t max, struct ctl_hdr *h, struct errbuf *err);
+
+/* The type's name ("get", "reply", ...), or "unknown". */
+const char *ctl_type_name(unsigned int type);
+
+/*
+ * Blocking helpers for clients. ctl_send() writes one frame; returns 0 or
+ * -errno. ctl_recv() reads one frame whose payload is at most @max bytes
+ * into a malloc'd, NUL-terminated *@payload (the caller frees it); returns
+ * 0, -ECONNRESET on EOF, or another -errno with a message.
+ */
+int ctl_send(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
+	     size_t len);
+int ctl_recv(int fd, uint32_t max, struct ctl_hdr *h, char **payload, struct errbuf *err);
+
+#endif

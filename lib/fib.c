@@ -83,6 +83,13 @@ const struct fib_table *fib_table_get_rcu(const struct fib *f, uint32_t id, int 
 	return NULL;
 }
 
+const struct fib_table *fib_table_at_rcu(const struct fib *f, unsigned int i)
+{
+	const struct fib_tables *ts = rcu_dereference(f->tables);
+
+	return i < ts->n ? ts->t[i] : NULL;
+}
+
 static struct fib_table *fib_table_get(struct fib *f, uint32_t id, int family)
 {
 	return (struct fib_table *)fib_table_get_rcu(f, id, family);

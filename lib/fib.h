@@ -152,6 +152,12 @@ int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err);
 /* Reader or writer. The table, or NULL. Tables live as long as the FIB. */
 const struct fib_table *fib_table_get_rcu(const struct fib *f, uint32_t id, int family);
 
+/*
+ * Reader or writer. The @i-th table (from 0), or NULL past the last: to
+ * list them. Tables are only ever added, at the end.
+ */
+const struct fib_table *fib_table_at_rcu(const struct fib *f, unsigned int i);
+
 /* Reader: lookups in one table. IPv4 addresses in host byte order. */
 static inline const struct fib_route *fib_lookup4_rcu(const struct fib_table *tb, uint32_t addr)
 {

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration datastore: the running config as a libyang tree, a
+ * handler per config leaf (validate/prepare may fail, apply may not), and
+ * its file, written atomically after every committed edit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/lcfibd.h"
+#include "daemon/log.h"
+#include "lib/ctl.h"
+
+/* One config leaf's handler. @tree is the candidate config (with defaults). */
+struct cfg_handler {
+	const char *path; /* schema path, as lysc_path(LYSC_PATH_DATA) prints it */
+	int (*prepare)(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e);
+	void (*apply)(struct lcfibd *d, const struct lyd_node *tree, bool at_start);
+};
+
+#define CFG_TOP "/lcfib:lcfib"
+
+/* The value of the leaf at @path (relative to the top container), or NULL. */
+static const char *cfg_value(const struct lyd_node *tree, const char *path)
+{
+	struct lyd_node *n = NULL;
+	char xp[256];
+
+	snprintf(xp, sizeof(xp), CFG_TOP "/%s", path);
+	if (lyd_find_path(tree, xp, 0, &n) != LY_SUCCESS || !n)
+		return NULL;
+	return lyd_get_value(n);
+}
+
+static void cfg_apply_sync_mem(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	const char *v = cfg_value(tree, "sync-mem");
+	uint64_t bytes = v ? strtoull(v, NULL, 10) : 524288;
+
+	/* The schema's range is the library's: this cannot fail. */
+	if (fib_set_sync_mem(d->fib, bytes))
+		log_err("sync-mem %s refused by the library: schema and library disagree", v);
+	else if (!at_start)
+		log_notice("sync-mem set to %llu bytes", (unsigned long long)bytes);
+}
+
+static void cfg_apply_log_level(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	const char *v = cfg_value(tree, "log-level");
+	int level = v ? log_level_parse(v) : LOG_NOTICE;
+
+	(void)at_start;
+	if (d->log_level_opt < 0 && level >= 0)
+		log_set_level(level);
+}
+
+static int cfg_prepare_admin_group(struct lcfibd *d, const struct lyd_node *tree,
+				   struct lcfibd_err *e)
+{
+	const char *v = cfg_value(tree, "admin-group");
+
+	(void)d;
+	if (v && !getgrnam(v)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/admin-group",
+			       "admin-group: no group '%s' on this host", v);
+		return -1;
+	}
+	return 0;
+}
+
+static void cfg_apply_admin_group(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	const char *v = cfg_value(tree, "admin-group");
+	struct group *g = v ? getgrnam(v) : NULL;
+
+	(void)at_start;
+	d->has_admin_group = g != NULL;
+	d->admin_gid = g ? g->gr_gid : 0;
+}
+
+/* The feeds arrive with the netlink work; until then enabling one is refused, not ignored. */
+static int cfg_prepare_feed(const struct lyd_node *tree, const char *name, struct lcfibd_err *e)
+{
+	char path[64];
+	const char *v;
+
+	snprintf(path, sizeof(path), "feeds/%s/enabled", name);
+	v = cfg_value(tree, path);
+	if (v && strcmp(v, "true") == 0) {
+		lcfibd_err_set(e, CTL_TAG_UNSUPPORTED, CFG_TOP "/feeds/%s/enabled" + 0,
+			       "the %s feed is not available in this version of lcfibd", name);
+		snprintf(e->path, sizeof(e->path), CFG_TOP "/%s", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int cfg_prepare_kernel(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	(void)d;
+	return cfg_prepare_feed(tree, "kernel", e);
+}
+
+static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	(void)d;
+	return cfg_prepare_feed(tree, "fpm", e);
+}
+
+/* Settings of a feed that is off: kept in the config, read when the feed starts. */
+static void cfg_apply_feed_setting(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	(void)d;
+	(void)tree;
+	(void)at_start;
+}
+
+/* A route file added to the config is loaded now; at start main.c loads them all. */
+static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	(void)tree;
+	if (!at_start)
+		rpc_load_configured(d, true);
+}
+
+static const struct cfg_handler cfg_handlers[] = {
+	{ CFG_TOP "/sync-mem", NULL, cfg_apply_sync_mem },
+	{ CFG_TOP "/log-level", NULL, cfg_apply_log_level },
+	{ CFG_TOP "/admin-group", cfg_prepare_admin_group, cfg_apply_admin_group },
+	{ CFG_TOP "/feeds/kernel/enabled", cfg_prepare_kernel, cfg_apply_feed_setting },
+	{ CFG_TOP "/feeds/kernel/table", NULL, cfg_apply_feed_setting },
+	{ CFG_TOP "/feeds/kernel/receive-buffer", NULL, cfg_apply_feed_setting },
+	{ CFG_TOP "/feeds/fpm/enabled", cfg_prepare_fpm, cfg_apply_feed_setting },
+	{ CFG_TOP "/feeds/fpm/address", NULL, cfg_apply_feed_setting },
+	{ CFG_TOP "/feeds/fpm/port", NULL, cfg_apply_feed_setting },
+	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files },
+	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files },
+	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files },
+};
+
+#define CFG_N_HANDLERS (sizeof(cfg_handlers) / sizeof(cfg_handlers[0]))
+
+static int cfg_handler_index(const struct lysc_node *snode)
+{
+	char path[512];
+
+	if (!lysc_path(snode, LYSC_PATH_DATA, path, sizeof(path)))
+		return -1;
+	for (unsigned int i = 0; i < CFG_N_HANDLERS; i++) {
+		if (strcmp(cfg_handlers[i].path, path) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static LY_ERR cfg_check_node(struct lysc_node *snode, void *ctx, ly_bool *dfs_continue)
+{
+	unsigned int *missing = ctx;
+	char path[512];
+
+	*dfs_continue = 0;
+	if (!(snode->flags & LYS_CONFIG_W)) {
+		*dfs_continue = 1; /* state: no handler, nor below */
+		return LY_SUCCESS;
+	}
+	if (!(snode->nodetype & (LYS_LEAF | LYS_LEAFLIST)))
+		return LY_SUCCESS;
+	if (cfg_handler_index(snode) < 0) {
+		lysc_path(snode, LYSC_PATH_DATA, path, sizeof(path));
+		log_err("config node %s has no handler in lcfibd", path);
+		(*missing)++;
+	}
+	return LY_SUCCESS;
+}
+
+int cfg_check_handlers(const struct lcfibd *d)
+{
+	unsigned int missing = 0;
+
+	lysc_module_dfs_full(d->mod, cfg_check_node, &missing);
+	return missing ? -1 : 0;
+}
+
+/* Marks in @which the handlers of every node of @diff (libyang's diff of two configs). */
+static void cfg_changed(const struct lyd_node *diff, bool *which)
+{
+	const struct lyd_node *root, *n;
+
+	LY_LIST_FOR(diff, root)
+	{
+		LYD_TREE_DFS_BEGIN(root, n)
+		{
+			int i = cfg_handler_index(n->schema);
+
+			if (i >= 0)
+				which[i] = true;
+			LYD_TREE_DFS_END(root, n);
+		}
+	}
+}
+
+static int cfg_prepare(struct lcfibd *d, const bool *which, const struct lyd_node *tree,
+		       struct lcfibd_err *e)
+{
+	for (unsigned int i = 0; i < CFG_N_HANDLERS; i++) {
+		if (which[i] && cfg_handlers[i].prepare && cfg_handlers[i].prepare(d, tree, e))
+			return -1;
+	}
+	return 0;
+}
+
+static void cfg_apply(struct lcfibd *d, const bool *which, const struct lyd_node *tree,
+		      bool at_start)
+{
+	void (*last)(struct lcfibd *, const struct lyd_node *, bool) = NULL;
+
+	for (unsigned int i = 0; i < CFG_N_HANDLERS; i++) {
+		/* A handler shared by several leaves runs once. */
+		if (which[i] && cfg_handlers[i].apply != last) {
+			cfg_handlers[i].apply(d, tree, at_start);
+			last = cfg_handlers[i].apply;
+		}
+	}
+}
+
+void cfg_apply_all(struct lcfibd *d)
+{
+	bool all[CFG_N_HANDLERS];
+
+	memset(all, 1, sizeof(all));
+	cfg_apply(d, all, d->running, true);
+}
+
+/* mkdir -p for the directory of @path, mode 0750. */
+static int cfg_mkdirs(const char *dir)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int cfg_write_all(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, s, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		s += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes @tree's explicit nodes to the config file: temp file, fsync, rename, fsync the directory.
+ */
+static int cfg_persist(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	char tmp[4096], dirbuf[4096], *json = NULL, *dir;
+	int fd, dfd, ret;
+
+	if (lyd_print_mem(&json, tree, LYD_JSON, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_WD_EXPLICIT)) {
+		lcfibd_err_from_ly(e, d->ly, "printing the config");
+		return -1;
+	}
+	if (!json)
+		json = strdup("{}\n");
+	snprintf(dirbuf, sizeof(dirbuf), "%s", d->config_path);
+	dir = dirname(dirbuf);
+	ret = cfg_mkdirs(dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", d->config_path, (long)getpid());
+	fd = ret ? ret : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		ret = ret ? ret : -errno;
+		goto fail;
+	}
+	ret = cfg_write_all(fd, json, strlen(json));
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, d->config_path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		goto fail;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(json);
+	d->ctl.config_writes++;
+	return 0;
+fail:
+	free(json);
+	lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "cannot save the config to %s: %s", d->config_path,
+		       strerror(-ret));
+	return -1;
+}
+
+/* Parses and validates the config file; *@tree NULL when there is none. */
+static int cfg_read_file(struct lcfibd *d, struct lyd_node **tree, struct lcfibd_err *e)
+{
+	*tree = NULL;
+	if (access(d->config_path, F_OK) && errno == ENOENT)
+		return 0;
+	if (lyd_parse_data_path(d->ly, d->config_path, LYD_JSON,
+				LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, LYD_VALIDATE_NO_STATE,
+				tree) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, d->config_path);
+		lyd_free_all(*tree);
+		*tree = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds the default nodes. */
+static int cfg_complete(struct lcfibd *d, struct lyd_node **tree, struct lcfibd_err *e)
+{
+	if (lyd_validate_all(tree, d->ly, LYD_VALIDATE_NO_STATE, NULL) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "config");
+		return -1;
+	}
+	return 0;
+}
+
+int cfg_init(struct lcfibd *d, bool check_only)
+{
+	struct lcfibd_err e = { 0 };
+	struct lyd_node *tree;
+	bool all[CFG_N_HANDLERS];
+
+	if (cfg_read_file(d, &tree, &e) || cfg_complete(d, &tree, &e))
+		goto fail;
+	memset(all, 1, sizeof(all));
+	if (cfg_prepare(d, all, tree, &e))
+		goto fail_tree;
+	d->running = tree;
+	if (check_only)
+		printf("%s: valid\n", d->config_path);
+	return 0;
+fail_tree:
+	lyd_free_all(tree);
+fail:
+	log_err("config %s: %s%s%s", d->config_path, e.msg, e.path[0] ? " at " : "", e.path);
+	return -1;
+}
+
+/* Makes @cand the running config: prepare, apply what changed; @cand is taken. */
+static int cfg_commit(struct lcfibd *d, struct lyd_node *cand, bool persist, struct lcfibd_err *e)
+{
+	bool which[CFG_N_HANDLERS] = { false };
+	struct lyd_node *diff = NULL;
+
+	if (lyd_diff_siblings(d->running, cand, LYD_DIFF_DEFAULTS, &diff) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "config diff");
+		goto fail;
+	}
+	cfg_changed(diff, which);
+	lyd_free_all(diff);
+	if (cfg_prepare(d, which, cand, e))
+		goto fail;
+	if (persist && cfg_persist(d, cand, e))
+		goto fail;
+	lyd_free_all(d->running);
+	d->running = cand;
+	cfg_apply(d, which, cand, false);
+	return 0;
+fail:
+	lyd_free_all(cand);
+	return -1;
+}
+
+void cfg_reload(struct lcfibd *d)
+{
+	struct lcfibd_err e = { 0 };
+	struct lyd_node *tree;
+
+	if (cfg_read_file(d, &tree, &e) || cfg_complete(d, &tree, &e) ||
+	    cfg_commit(d, tree, false, &e)) {
+		log_err("reload of %s failed, the running config stays: %s%s%s", d->config_path,
+			e.msg, e.path[0] ? " at " : "", e.path);
+		return;
+	}
+	log_notice("config reloaded from %s", d->config_path);
+}
+
+static int cfg_delete(struct lcfibd *d, struct lyd_node *cand, const char *xpath,
+		      struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+
+	if (lyd_find_xpath(cand, xpath, &set) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "delete");
+		return -1;
+	}
+	if (!set->count) {
+		lcfibd_err_set(e, "data-missing", xpath, "nothing to delete at %s", xpath);
+		ly_set_free(set, NULL);
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count; i++) {
+		if (set->dnodes[i]->schema && !(set->dnodes[i]->schema->flags & LYS_CONFIG_W)) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, xpath, "%s is not configuration", xpath);
+			ly_set_free(set, NULL);
+			return -1;
+		}
+	}
+	for (uint32_t i = 0; i < set->count; i++)
+		lyd_free_tree(set->dnodes[i]);
+	ly_set_free(set, NULL);
+	return 0;
+}
+
+int cfg_edit(struct lcfibd *d, unsigned int mode, const char *data, struct lcfibd_err *e)
+{
+	struct lyd_node *cand = NULL, *edit = NULL;
+
+	if (mode != CTL_EDIT_REPLACE &&
+	    lyd_dup_siblings(d->running, NULL, LYD_DUP_RECURSIVE, &cand) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "config");
+		return -1;
+	}
+	if (mode == CTL_EDIT_DELETE) {
+		if (cfg_delete(d, cand, data, e))
+			goto fail;
+	} else {
+		if (lyd_parse_data_mem(d->ly, data, LYD_JSON,
+				       LYD_PARSE_STRICT | LYD_PARSE_NO_STATE | LYD_PARSE_ONLY, 0,
+				       &edit) != LY_SUCCESS) {
+			lcfibd_err_from_ly(e, d->ly, "edit");
+			goto fail;
+		}
+		if (mode == CTL_EDIT_REPLACE) {
+			cand = edit;
+			edit = NULL;
+		} else if (lyd_merge_siblings(&cand, edit, LYD_MERGE_DEFAULTS) != LY_SUCCESS) {
+			lcfibd_err_from_ly(e, d->ly, "edit");
+			goto fail;
+		}
+	}
+	lyd_free_all(edit);
+	edit = NULL;
+	if (cfg_complete(d, &cand, e))
+		goto fail;
+	return cfg_commit(d, cand, true, e);
+fail:
+	lyd_free_all(edit);
+	lyd_free_all(cand);
+	return -1;
+}
+
+/* Quotes @s for an XPath predicate: '...' unless it holds a quote. */
+static int cfg_quote(const char *s, char *buf, size_t size)
+{
+	char q = strchr(s, '\'') ? '"' : '\'';
+
+	if (strchr(s, '\'') && strchr(s, '"'))
+		return -1;
+	snprintf(buf, size, "%c%s%c", q, s, q);
+	return 0;
+}
+
+int cfg_add_route_file(struct lcfibd *d, const char *path, const char *format, bool skip_bad,
+		       struct lcfibd_err *e)
+{
+	struct lyd_node *cand = NULL;
+	char q[4200], xp[4400];
+
+	if (cfg_quote(path, q, sizeof(q))) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "a path with both kinds of quote: %s",
+			       path);
+		return -1;
+	}
+	if (lyd_dup_siblings(d->running, NULL, LYD_DUP_RECURSIVE, &cand) != LY_SUCCESS)
+		goto ly_fail;
+	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/format", q);
+	if (lyd_new_path(cand, d->ly, xp, format, LYD_NEW_PATH_UPDATE, NULL) != LY_SUCCESS)
+		goto ly_fail;
+	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/skip-bad-lines", q);
+	if (lyd_new_path(cand, d->ly, xp, skip_bad ? "true" : "false", LYD_NEW_PATH_UPDATE, NULL) !=
+	    LY_SUCCESS)
+		goto ly_fail;
+	if (cfg_complete(d, &cand, e))
+		goto fail;
+	return cfg_commit(d, cand, true, e);
+ly_fail:
+	lcfibd_err_from_ly(e, d->ly, "recording the route file");
+fail:
+	lyd_free_all(cand);
+	return -1;
+}
+
+void cfg_fini(struct lcfibd *d)
+{
+	lyd_free_all(d->running);
+	d->running = NULL;
+}

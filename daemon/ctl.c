@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket: a unix stream socket carrying lib/ctl.h frames.
+ * Each connection is read into a buffer, framed, and served in order:
+ * a request that goes to the writer holds the connection's later frames
+ * until its reply is sent. Bad frames are answered, counted and logged,
+ * and the peer is dropped when the stream can no longer be trusted.
+ */
+#define _GNU_SOURCE /* struct ucred */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/lcfibd.h"
+#include "daemon/log.h"
+#include "lib/ctl.h"
+
+#define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file */
+#define CTL_CLIENTS_MAX 256
+
+struct ctl_conn {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	bool admin;
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	uint8_t *wbuf;
+	size_t wlen, woff, wcap;
+	struct writer_job *busy;   /* the request waiting for the writer */
+	struct writer_job *stream; /* a load receiving its file */
+	uint32_t stream_id;
+	char *sbuf; /* the file so far */
+	size_t slen, scap, last_note;
+	bool closing; /* close once the replies are out */
+	bool dead;    /* the peer is gone: close at the end of this event */
+	struct ctl_conn *next;
+};
+
+/* ---------------------------------------------------------------- JSON */
+
+/* Appends @s to @out as a JSON string. */
+static void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
+{
+	size_t need = *len + strlen(s) * 6 + 3;
+
+	if (need > *cap) {
+		char *p = realloc(*out, need * 2);
+
+		if (!p)
+			return;
+		*out = p;
+		*cap = need * 2;
+	}
+	(*out)[(*len)++] = '"';
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			(*out)[(*len)++] = '\\';
+			(*out)[(*len)++] = (char)ch;
+		} else if (ch < 0x20) {
+			*len += (size_t)sprintf(*out + *len, "\\u%04x", ch);
+		} else {
+			(*out)[(*len)++] = (char)ch;
+		}
+	}
+	(*out)[(*len)++] = '"';
+	(*out)[*len] = '\0';
+}
+
+static void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*len + n + 1 > *cap) {
+		char *p = realloc(*out, (*len + n + 1) * 2);
+
+		if (!p)
+			return;
+		*out = p;
+		*cap = (*len + n + 1) * 2;
+	}
+	memcpy(*out + *len, s, n + 1);
+	*len += n;
+}
+
+/* {"errors":[{"message":...,"path":...,"app-tag":...},...]} */
+static char *ctl_errors_json(const struct lcfibd_err *e, unsigned int n)
+{
+	char *out = NULL;
+	size_t len = 0, cap = 0;
+
+	ctl_json_raw(&out, &len, &cap, "{\"errors\":[");
+	for (unsigned int i = 0; i < n; i++) {
+		ctl_json_raw(&out, &len, &cap, i ? ",{\"message\":" : "{\"message\":");
+		ctl_json_str(&out, &len, &cap, e[i].msg);
+		if (e[i].path[0]) {
+			ctl_json_raw(&out, &len, &cap, ",\"path\":");
+			ctl_json_str(&out, &len, &cap, e[i].path);
+		}
+		if (e[i].tag) {
+			ctl_json_raw(&out, &len, &cap, ",\"app-tag\":");
+			ctl_json_str(&out, &len, &cap, e[i].tag);
+		}
+		ctl_json_raw(&out, &len, &cap, "}");
+	}
+	ctl_json_raw(&out, &len, &cap, "]}");
+	return out;
+}
+
+/* ----------------------------------------------------------- sending */
+
+static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c);
+
+static int ctl_conn_events(struct lcfibd *d, struct ctl_conn *c)
+{
+	struct epoll_event ev = { .data.ptr = c };
+
+	/* Hold reading while a request waits, unless a stream is coming in. */
+	if ((!c->busy || c->stream) && !c->closing)
+		ev.events |= EPOLLIN;
+	if (c->wlen > c->woff)
+		ev.events |= EPOLLOUT;
+	return epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void ctl_flush(struct ctl_conn *c)
+{
+	while (c->woff < c->wlen) {
+		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			log_info("control client pid %d: %m; closing", (int)c->pid);
+			c->dead = true;
+			return;
+		}
+		c->woff += (size_t)n;
+	}
+	if (c->woff == c->wlen)
+		c->woff = c->wlen = 0;
+}
+
+/*
+ * The one place a connection is closed, at the end of whatever touched
+ * it: when its peer is gone, or it was told to close and has nothing left
+ * to send or wait for. Otherwise updates what epoll watches.
+ */
+static void ctl_conn_settle(struct lcfibd *d, struct ctl_conn *c)
+{
+	if (c->dead || (c->closing && c->woff == c->wlen && !c->busy))
+		ctl_conn_close(d, c);
+	else
+		ctl_conn_events(d, c);
+}
+
+static void ctl_queue(struct ctl_conn *c, unsigned int type, uint32_t id, const char *payload)
+{
+	size_t len = payload ? strlen(payload) : 0;
+	struct ctl_hdr h = {
+		.len = (uint32_t)len, .version = CTL_VERSION, .type = (uint8_t)type, .id = id
+	};
+
+	if (!c || c->dead)
+		return;
+	if (c->wlen + CTL_HDR_LEN + len > c->wcap) {
+		size_t cap = (c->wlen + CTL_HDR_LEN + len) * 2;
+		uint8_t *p = realloc(c->wbuf, cap);
+
+		if (!p) {
+			log_err("out of memory for a reply to pid %d; closing", (int)c->pid);
+			c->dead = true;
+			return;
+		}
+		c->wbuf = p;
+		c->wcap = cap;
+	}
+	ctl_hdr_encode(&h, c->wbuf + c->wlen);
+	memcpy(c->wbuf + c->wlen + CTL_HDR_LEN, payload ? payload : "", len);
+	c->wlen += CTL_HDR_LEN + len;
+	ctl_flush(c);
+}
+
+void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json)
+{
+	(void)d;
+	ctl_queue(c, CTL_REPLY, id, json);
+}
+
+void ctl_reply_errors(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lcfibd_err *e,
+		      unsigned int n)
+{
+	char *json = ctl_errors_json(e, n);
+
+	d->ctl.errors++;
+	ctl_queue(c, CTL_ERROR, id, json ? json : "{\"errors\":[]}");
+	free(json);
+}
+
+void ctl_reply_error(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lcfibd_err *e)
+{
+	ctl_reply_errors(d, c, id, e, 1);
+}
+
+void ctl_notify(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json)
+{
+	(void)d;
+	ctl_queue(c, CTL_NOTIFY, id, json);
+}
+
+/* ---------------------------------------------------------- requests */
+
+/* A bad frame: answer, count, log; @fatal when the stream can't be framed any more. */
+static void ctl_bad_frame(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *msg,
+			  bool fatal)
+{
+	struct lcfibd_err e = { 0 };
+
+	d->ctl.bad_frames++;
+	log_warn("control client pid %d uid %u: bad frame: %s%s", (int)c->pid, (unsigned int)c->uid,
+		 msg, fatal ? "; closing" : "");
+	lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "bad frame: %s", msg);
+	ctl_reply_error(d, c, id, &e);
+	if (fatal)
+		c->closing = true;
+}
+
+static bool ctl_may_edit(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *what)
+{
+	struct lcfibd_err e = { 0 };
+
+	if (c->admin)
+		return true;
+	d->ctl.denied++;
+	log_notice("control client pid %d uid %u may only read: %s refused", (int)c->pid,
+		   (unsigned int)c->uid, what);
+	lcfibd_err_set(&e, CTL_TAG_DENIED, NULL,
+		       "%s needs root%s: this connection (uid %u) may only read", what,
+		       d->has_admin_group ? " or the admin group" : "", (unsigned int)c->uid);
+	ctl_reply_error(d, c, id, &e);
+	return false;
+}
+
+static int ctl_get_config(struct lcfibd *d, struct lyd_node **top)
+{
+	if (!d->running)
+		return 0;
+	return lyd_dup_siblings(d->running, NULL, LYD_DUP_RECURSIVE, top) == LY_SUCCESS ? 0 : -1;
+}
+
+/* The datastore for a get: config and/or state, then what @xpath selects of it. */
+static int ctl_get(struct lcfibd *d, const struct ctl_hdr *h, const char *xpath, char **json,
+		   struct lcfibd_err *e)
+{
+	unsigned int what = h->flags & (CTL_GET_CONFIG | CTL_GET_STATE);
+	struct lyd_node *tree = NULL, *top = NULL, *result = NULL;
+	struct ly_set *set = NULL;
+	int ret = -1;
+
+	if (!what)
+		what = CTL_GET_CONFIG | CTL_GET_STATE;
+	if ((what & CTL_GET_CONFIG) && ctl_get_config(d, &tree))
+		goto ly_fail;
+	if (!tree && lyd_new_inner(NULL, d->mod, "lcfib", 0, &tree) != LY_SUCCESS)
+		goto ly_fail;
+	top = tree;
+	if ((what & CTL_GET_STATE) && state_build(d, top))
+		goto ly_fail;
+	if (!(what & CTL_GET_CONFIG)) {
+		/* State only: drop the config children the container was made with. */
+		struct lyd_node *n, *next;
+
+		LY_LIST_FOR_SAFE(lyd_child(top), next, n)
+		{
+			if (strcmp(LYD_NAME(n), "state") != 0)
+				lyd_free_tree(n);
+		}
+	}
+	if (!xpath[0] || strcmp(xpath, "/") == 0) {
+		result = tree;
+		tree = NULL;
+	} else {
+		if (lyd_find_xpath(tree, xpath, &set) != LY_SUCCESS)
+			goto ly_fail;
+		for (uint32_t i = 0; i < set->count; i++) {
+			struct lyd_node *dup = NULL;
+
+			if (lyd_dup_single(set->dnodes[i], NULL,
+					   LYD_DUP_RECURSIVE | LYD_DUP_WITH_PARENTS, &dup))
+				goto ly_fail;
+			while (lyd_parent(dup))
+				dup = lyd_parent(dup);
+			if (lyd_merge_siblings(&result, dup, LYD_MERGE_DESTRUCT))
+				goto ly_fail;
+		}
+	}
+	if (lyd_print_mem(json, result, LYD_JSON, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_WD_ALL))
+		goto ly_fail;
+	if (!*json)
+		*json = strdup("{}");
+	ret = 0;
+	goto out;
+ly_fail:
+	lcfibd_err_from_ly(e, d->ly, xpath[0] ? xpath : "get");
+out:
+	ly_set_free(set, NULL);
+	lyd_free_all(tree);
+	lyd_free_all(result);
+	return ret;
+}
+
+static void ctl_do_get(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+		       const char *payload)
+{
+	struct lcfibd_err e = { 0 };
+	char *json = NULL;
+
+	if (ctl_get(d, h, payload, &json, &e))
+		ctl_reply_error(d, c, h->id, &e);
+	else
+		ctl_reply(d, c, h->id, json);
+	free(json);
+}
+
+static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+			const char *payload)
+{
+	struct lcfibd_err e = { 0 };
+
+	if (!ctl_may_edit(d, c, h->id, "changing the configuration"))
+		return;
+	if (h->flags > CTL_EDIT_DELETE) {
+		ctl_bad_frame(d, c, h->id, "edit mode is none of merge, replace, delete", false);
+		return;
+	}
+	if (cfg_edit(d, h->flags, payload, &e)) {
+		log_info("config edit from pid %d refused: %s", (int)c->pid, e.msg);
+		ctl_reply_error(d, c, h->id, &e);
+		return;
+	}
+	log_notice("config changed by pid %d uid %u", (int)c->pid, (unsigned int)c->uid);
+	ctl_reply(d, c, h->id, NULL);
+}
+
+static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+		       const char *payload)
+{
+	struct lyd_node *tree = NULL, *op = NULL;
+	struct lcfibd_err e = { 0 };
+	struct ly_in *in = NULL;
+	char *reply = NULL;
+	int ret;
+
+	if (ly_in_new_memory(payload, &in) ||
+	    lyd_parse_op(d->ly, NULL, in, LYD_JSON, LYD_TYPE_RPC_YANG, &tree, &op) ||
+	    lyd_validate_op(tree, NULL, LYD_TYPE_RPC_YANG, NULL)) {
+		lcfibd_err_from_ly(&e, d->ly, "rpc");
+		ctl_reply_error(d, c, h->id, &e);
+		goto out;
+	}
+	if (!op || (!rpc_is_read_only(LYD_NAME(op)) && !ctl_may_edit(d, c, h->id, LYD_NAME(op))))
+		goto out;
+	ret = rpc_run(d, c, h->id, op, &reply, &e);
+	if (ret < 0)
+		ctl_reply_error(d, c, h->id, &e);
+	else if (ret == 0)
+		ctl_reply(d, c, h->id, reply);
+	free(reply);
+out:
+	ly_in_free(in, 0);
+	lyd_free_all(tree);
+}
+
+/* A chunk of a streamed file, or its end. */
+static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+			  const uint8_t *payload)
+{
+	struct lcfibd_err e = { 0 };
+
+	if (!c->stream) {
+		ctl_bad_frame(d, c, h->id, "data without a load of '-' before it", false);
+		return;
+	}
+	if (h->type == CTL_END) {
+		rpc_load_stream_end(d, c, &e);
+		return;
+	}
+	if (c->slen + h->len > CTL_STREAM_MAX) {
+		ctl_bad_frame(d, c, c->stream_id, "the streamed file is larger than 4 GiB", true);
+		return;
+	}
+	if (c->slen + h->len + 1 > c->scap) {
+		size_t cap = c->scap ? c->scap : (1u << 20);
+		char *p;
+
+		while (cap < c->slen + h->len + 1)
+			cap *= 2;
+		p = realloc(c->sbuf, cap);
+		if (!p) {
+			ctl_bad_frame(d, c, c->stream_id, "out of memory for the streamed file",
+				      true);
+			return;
+		}
+		c->sbuf = p;
+		c->scap = cap;
+	}
+	memcpy(c->sbuf + c->slen, payload, h->len);
+	c->slen += h->len;
+	/* Progress every 8 MiB received. */
+	if (c->slen - c->last_note >= (8u << 20)) {
+		char json[160];
+
+		c->last_note = c->slen;
+		snprintf(json, sizeof(json),
+			 "{\"lcfib:load-progress\":{\"file\":\"-\",\"phase\":\"receiving\","
+			 "\"done\":\"%zu\"}}",
+			 c->slen);
+		ctl_notify(d, c, c->stream_id, json);
+	}
+}
+
+static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+			 uint8_t *payload)
+{
+	/* Text payloads end in a NUL the reader left room for. */
+	payload[h->len] = '\0';
+	if (h->type != CTL_DATA)
+		d->ctl.requests++;
+	if (c->stream && h->type != CTL_DATA && h->type != CTL_END) {
+		ctl_bad_frame(d, c, h->id, "a request in the middle of a streamed load", true);
+		return;
+	}
+	switch (h->type) {
+	case CTL_GET:
+		ctl_do_get(d, c, h, (const char *)payload);
+		break;
+	case CTL_EDIT:
+		ctl_do_edit(d, c, h, (const char *)payload);
+		break;
+	case CTL_RPC:
+		ctl_do_rpc(d, c, h, (const char *)payload);
+		break;
+	case CTL_DATA:
+	case CTL_END:
+		ctl_do_stream(d, c, h, payload);
+		break;
+	default:
+		ctl_bad_frame(d, c, h->id, "a reply type sent as a request", false);
+	}
+}
+
+/* Serves the whole frames in the read buffer, while nothing waits. */
+static void ctl_parse(struct lcfibd *d, struct ctl_conn *c)
+{
+	size_t off = 0;
+
+	while (!c->closing && (!c->busy || c->stream) && c->rlen - off >= CTL_HDR_LEN) {
+		struct ctl_hdr h;
+		struct errbuf err;
+
+		if (ctl_hdr_decode(c->rbuf + off, CTL_REQ_MAX, &h, &err)) {
+			ctl_bad_frame(d, c, h.id, err.msg, true);
+			break;
+		}
+		if (c->rlen - off < CTL_HDR_LEN + h.len) {
+			/* Room for the rest and a NUL. */
+			if (c->rcap < CTL_HDR_LEN + h.len + 1) {
+				uint8_t *p;
+
+				memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+				c->rlen -= off;
+				off = 0;
+				p = realloc(c->rbuf, CTL_HDR_LEN + h.len + 1);
+				if (!p) {
+					ctl_bad_frame(d, c, h.id, "out of memory", true);
+					break;
+				}
+				c->rbuf = p;
+				c->rcap = CTL_HDR_LEN + h.len + 1;
+			}
+			break;
+		}
+		/* The payload's NUL goes where the next header starts: save that byte. */
+		{
+			size_t end = off + CTL_HDR_LEN + h.len;
+			uint8_t saved = end < c->rlen ? c->rbuf[end] : 0;
+
+			if (end == c->rcap) {
+				uint8_t *p = realloc(c->rbuf, c->rcap + 1);
+
+				if (!p) {
+					ctl_bad_frame(d, c, h.id, "out of memory", true);
+					break;
+				}
+				c->rbuf = p;
+				c->rcap++;
+			}
+			ctl_dispatch(d, c, &h, c->rbuf + off + CTL_HDR_LEN);
+			if (end < c->rlen)
+				c->rbuf[end] = saved;
+			off = end;
+		}
+	}
+	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+	c->rlen -= off;
+}
+
+static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (c->rcap - c->rlen < 65536) {
+			size_t cap = c->rcap ? c->rcap * 2 : 131072;
+			uint8_t *p = realloc(c->rbuf, cap);
+
+			if (!p) {
+				log_err("out of memory reading from pid %d; closing", (int)c->pid);
+				c->dead = true;
+				return;
+			}
+			c->rbuf = p;
+			c->rcap = cap;
+		}
+		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			if (c->rlen) {
+				d->ctl.bad_frames++;
+				log_warn("control client pid %d left in the middle of a frame (%zu "
+					 "bytes)",
+					 (int)c->pid, c->rlen);
+			}
+			c->dead = true;
+			return;
+		}
+		c->rlen += (size_t)n;
+		ctl_parse(d, c);
+		if (c->dead || c->closing || (c->busy && !c->stream))
+			break;
+	}
+}
+
+void ctl_conn_event(struct lcfibd *d, struct ctl_conn *c, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		ctl_flush(c);
+	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		ctl_read(d, c);
+	ctl_conn_settle(d, c);
+}
+
+/* -------------------------------------------------------- the stream */
+
+void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job)
+{
+	c->stream = job;
+	c->stream_id = job->req_id;
+	c->busy = job;
+	c->slen = c->last_note = 0;
+}
+
+void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job)
+{
+	c->busy = job;
+}
+
+char *ctl_conn_take_stream(struct ctl_conn *c, size_t *len, struct writer_job **job)
+{
+	char *buf = c->sbuf;
+
+	*len = c->slen;
+	*job = c->stream;
+	c->stream = NULL;
+	c->sbuf = NULL;
+	c->slen = c->scap = 0;
+	return buf;
+}
+
+void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c)
+{
+	c->busy = NULL;
+	if (!c->dead)
+		ctl_parse(d, c);
+	ctl_conn_settle(d, c);
+}
+
+/* ---------------------------------------------------- connections */
+
+static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
+{
+	struct ctl_conn **pp;
+
+	for (pp = &d->conns; *pp && *pp != c; pp = &(*pp)->next)
+		;
+	if (!*pp)
+		return;
+	*pp = c->next;
+	if (c->stream)
+		rpc_load_stream_abort(c->stream); /* not queued yet: ours to free */
+	else if (c->busy)
+		c->busy->conn = NULL; /* the writer has it: its reply goes nowhere */
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	d->ctl.clients--;
+	log_info("control client pid %d disconnected", (int)c->pid);
+	free(c->rbuf);
+	free(c->wbuf);
+	free(c->sbuf);
+	free(c);
+}
+
+/* Whether the peer may change things: root, our own user, or the admin group. */
+static bool ctl_peer_is_admin(const struct lcfibd *d, const struct ucred *cr)
+{
+	gid_t groups[256];
+	int n = 256;
+	struct passwd *pw;
+
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return true;
+	if (!d->has_admin_group)
+		return false;
+	if (cr->gid == d->admin_gid)
+		return true;
+	pw = getpwuid(cr->uid);
+	if (!pw || getgrouplist(pw->pw_name, cr->gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (groups[i] == d->admin_gid)
+			return true;
+	}
+	return false;
+}
+
+void ctl_accept(struct lcfibd *d)
+{
+	for (;;) {
+		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev = { .events = EPOLLIN };
+		socklen_t len = sizeof(struct ucred);
+		struct ucred cr;
+		struct ctl_conn *c;
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("accept on the control socket: %m");
+			return;
+		}
+		if (d->ctl.clients >= CTL_CLIENTS_MAX) {
+			log_warn("control socket: %u clients already; refusing one",
+				 d->ctl.clients);
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+			log_warn("control socket: cannot take a client: %m");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->pid = cr.pid;
+		c->uid = cr.uid;
+		c->admin = ctl_peer_is_admin(d, &cr);
+		ev.data.ptr = c;
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			log_warn("control socket: epoll: %m");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->next = d->conns;
+		d->conns = c;
+		d->ctl.clients++;
+		log_info("control client pid %d uid %u connected (%s)", (int)c->pid,
+			 (unsigned int)c->uid, c->admin ? "may edit" : "read only");
+	}
+}
+
+int ctl_listen(struct lcfibd *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct group *g = NULL;
+	mode_t old;
+	int fd;
+
+	if (strlen(d->socket_path) >= sizeof(sa.sun_path)) {
+		log_err("socket path %s is too long", d->socket_path);
+		return -1;
+	}
+	if (d->socket_group && !(g = getgrnam(d->socket_group))) {
+		log_err("socket group %s: no such group", d->socket_group);
+		return -1;
+	}
+	strcpy(sa.sun_path, d->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_err("control socket: %m");
+		return -1;
+	}
+	/* A stale socket from a daemon that died; a live one answers connect(). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		log_err("another lcfibd is listening on %s", d->socket_path);
+		goto fail;
+	}
+	unlink(d->socket_path);
+	old = umask(0117); /* srw-rw----: never world-accessible */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		umask(old);
+		log_err("bind %s: %m", d->socket_path);
+		goto fail;
+	}
+	umask(old);
+	if (g && chown(d->socket_path, (uid_t)-1, g->gr_gid))
+		log_warn("chown %s to group %s: %m", d->socket_path, d->socket_group);
+	if (listen(fd, 64) || epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		log_err("listen %s: %m", d->socket_path);
+		goto fail;
+	}
+	d->listen_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
+void ctl_close_all(struct lcfibd *d)
+{
+	while (d->conns)
+		ctl_conn_close(d, d->conns);
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		unlink(d->socket_path);
+		d->listen_fd = -1;
+	}
+}
+
+void ctl_progress(struct lcfibd *d)
+{
+	const struct writer_job *job;
+	const char *phase;
+	uint64_t done, total;
+	char json[600], file[256];
+
+	pthread_mutex_lock(&d->ingest.lock);
+	job = d->ingest.job;
+	phase = d->ingest.phase;
+	done = d->ingest.done;
+	total = d->ingest.total;
+	snprintf(file, sizeof(file), "%s", d->ingest.file);
+	pthread_mutex_unlock(&d->ingest.lock);
+	if (!phase)
+		return;
+	for (struct ctl_conn *c = d->conns, *next; c; c = next) {
+		char *f = NULL;
+		size_t len = 0, cap = 0;
+
+		next = c->next;
+		if (!job || c->busy != job || c->stream)
+			continue;
+		ctl_json_str(&f, &len, &cap, file);
+		snprintf(json, sizeof(json),
+			 "{\"lcfib:load-progress\":{\"file\":%s,\"phase\":\"%s\",\"done\":\"%llu\","
+			 "\"total\":\"%llu\"}}",
+			 f ? f : "\"\"", phase, (unsigned long long)done,
+			 (unsigned long long)total);
+		free(f);
+		ctl_notify(d, c, c->busy->req_id, json);
+		ctl_conn_settle(d, c);
+	}
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcfibd's parts and what they share.
+ *
+ * Two threads touch the FIB. The event loop (main.c, ctl.c) owns the
+ * control socket, the configuration (cfg.c) and every reply; it reads the
+ * FIB as an RCU reader (lookups, state), so it never waits for a change.
+ * The writer thread (writer.c) makes every change: jobs queued by the loop
+ * run there one after the other, and come back to the loop when done.
+ */
+#ifndef LCFIB_DAEMON_LCFIBD_H
+#define LCFIB_DAEMON_LCFIBD_H
+
+#include <libyang/libyang.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "lib/err.h"
+#include "lib/fib.h"
+
+struct ctl_conn;
+struct writer;
+struct writer_job;
+
+/* Where a message for the client goes: text, YANG path, app-tag. */
+struct lcfibd_err {
+	char msg[1024];
+	char path[512];
+	const char *tag;
+};
+
+/* Counters of route updates from every source: written by the writer, read by anyone. */
+struct lcfibd_ingest {
+	uint64_t applied, rejected;
+	uint64_t loads, loads_failed;
+	/* the load in progress (phase NULL: none), under lock */
+	pthread_mutex_t lock;
+	const struct writer_job *job;
+	const char *phase;
+	char file[256];
+	uint64_t done, total;
+	/* the last load that finished, under lock */
+	char last_file[256];
+	uint64_t last_routes, last_skipped, last_duration_us, last_rate;
+	char last_error[512];
+};
+
+struct lcfibd_ctl_stats {
+	uint64_t requests, errors, bad_frames, denied, config_writes;
+	unsigned int clients;
+};
+
+struct lcfibd {
+	/* command line */
+	const char *config_path;
+	const char *socket_path;
+	const char *state_dir;
+	const char *pidfile;
+	const char *yang_dir;
+	const char *socket_group;
+	int log_level_opt; /* -1: the configured one */
+	bool foreground;
+
+	/* the FIB; changed only by the writer */
+	struct fib *fib;
+	struct writer *writer;
+
+	/* configuration (loop thread) */
+	struct ly_ctx *ly;
+	const struct lys_module *mod;
+	struct lyd_node *running; /* with defaults */
+	bool has_admin_group;
+	gid_t admin_gid;
+
+	/* the event loop */
+	int epfd, sigfd, timerfd, listen_fd;
+	struct ctl_conn *conns;
+	bool stop;
+	struct timespec started;
+	uint64_t rate_prev_applied, rate; /* ingest rate over the last whole second */
+	struct lcfibd_ctl_stats ctl;
+	struct lcfibd_ingest ingest;
+	unsigned int stream_seq; /* names of saved streamed loads */
+	char **loaded;           /* route files loaded or queued, by path */
+	unsigned int n_loaded;
+};
+
+/* Sets a message (printf-style) with an app-tag and optional path. */
+void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Fills @e from libyang's last error in @ly (message, path, app-tag). */
+void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const char *what);
+
+/* ------------------------------------------------------------- writer.c */
+
+/*
+ * A unit of work for the writer thread. run() executes there; done()
+ * then runs on the loop thread. The loop allocates and frees jobs.
+ */
+struct writer_job {
+	void (*run)(struct lcfibd *d, struct writer_job *j);
+	void (*done)(struct lcfibd *d, struct writer_job *j);
+	struct writer_job *next;
+	struct ctl_conn *conn; /* who asked, or NULL (start-up, gone) */
+	uint32_t req_id;
+};
+
+struct writer *writer_start(struct lcfibd *d);
+/* Loop thread: waits for the jobs queued, stops the thread. */
+void writer_stop(struct writer *w);
+void writer_submit(struct writer *w, struct writer_job *j);
+/* The eventfd the loop polls for finished jobs and progress. */
+int writer_event_fd(const struct writer *w);
+/* Loop thread: calls done() of every finished job. */
+void writer_reap(struct lcfibd *d);
+/* Writer thread: wakes the loop (progress to report). */
+void writer_kick(struct writer *w);
+/* Whether jobs are queued or running. */
+bool writer_busy(const struct writer *w);
+
+/* ---------------------------------------------------------------- cfg.c */
+
+/* Loads the config file (or the defaults when it does not exist); 0 or -1 with a message logged. */
+int cfg_init(struct lcfibd *d, bool check_only);
+/* Checks that every config leaf of the module has a handler; -1 and a log line when not. */
+int cfg_check_handlers(const struct lcfibd *d);
+/* Applies the running config to the daemon at start (every handler). */
+void cfg_apply_all(struct lcfibd *d);
+/* SIGHUP: re-reads the file and applies what changed; on error keeps the running config. */
+void cfg_reload(struct lcfibd *d);
+/*
+ * An edit from the control socket: @mode CTL_EDIT_*; @data JSON or, for a
+ * delete, an XPath. Validates, prepares, applies, persists. 0 or -1 with @e.
+ */
+int cfg_edit(struct lcfibd *d, unsigned int mode, const char *data, struct lcfibd_err *e);
+/* Records a loaded route file in the running config and persists it. */
+int cfg_add_route_file(struct lcfibd *d, const char *path, const char *format, bool skip_bad,
+		       struct lcfibd_err *e);
+/* Frees the configuration. */
+void cfg_fini(struct lcfibd *d);
+
+/* -------------------------------------------------------------- state.c */
+
+/* Adds the operational state under the lcfib container @top (loop thread). */
+int state_build(struct lcfibd *d, struct lyd_node *top);
+
+/* ---------------------------------------------------------------- rpc.c */
+
+/*
+ * Runs the RPC in @tree (validated). Returns 0 with *@reply (JSON, malloc'd,
+ * may be NULL for an empty reply), 1 when the RPC went to the writer (the
+ * reply comes later), or -1 with @e.
+ */
+int rpc_run(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+	    char **reply, struct lcfibd_err *e);
+/* Whether the RPC named @name only reads. */
+bool rpc_is_read_only(const char *name);
+/* Loads the configured route files (start-up, SIGHUP); @only_new skips those loaded already. */
+void rpc_load_configured(struct lcfibd *d, bool only_new);
+/* A streamed load's bytes arrived: queue it. */
+int rpc_load_stream_end(struct lcfibd *d, struct ctl_conn *c, struct lcfibd_err *e);
+/* A streamed load's client went away before the end: drop the job. */
+void rpc_load_stream_abort(struct writer_job *j);
+void rpc_loaded_free(struct lcfibd *d);
+
+/* ---------------------------------------------------------------- ctl.c */
+
+int ctl_listen(struct lcfibd *d);
+void ctl_accept(struct lcfibd *d);
+void ctl_conn_event(struct lcfibd *d, struct ctl_conn *c, uint32_t events);
+void ctl_close_all(struct lcfibd *d);
+/* Replies to @c (may be NULL: dropped). */
+void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json);
+void ctl_reply_error(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lcfibd_err *e);
+void ctl_reply_errors(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lcfibd_err *e,
+		      unsigned int n);
+void ctl_notify(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json);
+/* The request of @c is answered: read its next frames. */
+void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c);
+/* The stream buffer of @c (a load with path "-"), taken by the caller. */
+char *ctl_conn_take_stream(struct ctl_conn *c, size_t *len, struct writer_job **job);
+void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job);
+/* @c's request went to the writer as @job: hold its later frames until the reply. */
+void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job);
+/* Sends progress of running loads to their clients. */
+void ctl_progress(struct lcfibd *d);
+
+#endif

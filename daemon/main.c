@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcfibd: options, start-up, the event loop, and a clean exit.
+ */
+#define _GNU_SOURCE /* vasprintf */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon/lcfibd.h"
+#include "daemon/log.h"
+#include "lib/ifname.h"
+
+#ifndef LCFIB_YANG_DIR
+#define LCFIB_YANG_DIR "/usr/local/share/lcfib/yang"
+#endif
+
+/* epoll tags for the fds that are not connections */
+static char tag_signal, tag_timer, tag_writer;
+
+void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	e->tag = tag;
+	snprintf(e->path, sizeof(e->path), "%s", path ? path : "");
+}
+
+/*
+ * libyang's path reads 'Data location "/lcfib:lcfib/sync-mem", line number 4.':
+ * the YANG path goes in @e->path, the rest joins the message.
+ */
+void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const char *what)
+{
+	const struct ly_err_item *ei = ly_err_last(ly);
+	const char *msg = ei && ei->msg ? ei->msg : "invalid data";
+	const char *where = ei && ei->path ? ei->path : "";
+	const char *q1 = strchr(where, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
+	const char *line = strstr(where, "line number ");
+
+	e->tag = ei && ei->apptag ? "invalid-value" : "invalid-value";
+	if (ei && ei->apptag)
+		e->tag = ei->apptag;
+	e->path[0] = '\0';
+	if (q1 && q2 && q2 - q1 - 1 < (long)sizeof(e->path))
+		snprintf(e->path, sizeof(e->path), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
+	if (line)
+		snprintf(e->msg, sizeof(e->msg), "%s: line %d: %s", what, atoi(line + 12), msg);
+	else
+		snprintf(e->msg, sizeof(e->msg), "%s: %s", what, msg);
+	ly_err_clean((struct ly_ctx *)ly, NULL);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: lcfibd [OPTIONS]\n"
+		"A routing daemon whose forwarding table lives in user space.\n\n"
+		"  -f, --foreground         stay in the foreground, log to stderr\n"
+		"  -c, --config FILE        running-config file (default STATEDIR/lcfibd.json)\n"
+		"  -s, --socket PATH        control socket\n"
+		"  -S, --state-dir DIR      state directory\n"
+		"  -p, --pidfile FILE       pid file\n"
+		"  -y, --yang-dir DIR       where lcfib.yang is (default %s)\n"
+		"  -G, --socket-group GROUP group that may connect to the socket (and read)\n"
+		"  -d, --log-level LEVEL    error, warning, notice, info or debug\n"
+		"      --syslog, --stderr   where the log goes\n"
+		"  -t, --check-config       validate the config file and exit\n"
+		"  -V, --version            print the version and exit\n"
+		"  -h, --help               this text\n"
+		"Defaults as root: /run/lcfib/lcfibd.sock, /run/lcfib/lcfibd.pid, /var/lib/lcfib;\n"
+		"otherwise $XDG_RUNTIME_DIR/lcfib/ and ${XDG_STATE_HOME:-~/.local/state}/lcfib.\n",
+		LCFIB_YANG_DIR);
+}
+
+struct opts {
+	bool check_only;
+	int log_dest; /* 0 default, 1 syslog, 2 stderr */
+	char *owned[6];
+};
+
+static char *xasprintf(struct opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A default path, freed at exit. */
+static char *xasprintf(struct opts *o, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fprintf(stderr, "lcfibd: out of memory\n");
+		exit(1);
+	}
+	for (unsigned int i = 0; i < 6; i++) {
+		if (!o->owned[i]) {
+			o->owned[i] = s;
+			break;
+		}
+	}
+	return s;
+}
+
+static void defaults(struct lcfibd *d, struct opts *o)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR"), *state = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	const char *rundir;
+
+	if (geteuid() == 0) {
+		rundir = "/run/lcfib";
+		if (!d->state_dir)
+			d->state_dir = "/var/lib/lcfib";
+	} else {
+		rundir = xasprintf(o, "%s/lcfib", run ? run : "/tmp");
+		if (!d->state_dir)
+			d->state_dir =
+				state ? xasprintf(o, "%s/lcfib", state)
+				      : xasprintf(o, "%s/.local/state/lcfib", home ? home : "/tmp");
+	}
+	if (!d->socket_path)
+		d->socket_path = xasprintf(o, "%s/lcfibd.sock", rundir);
+	if (!d->pidfile)
+		d->pidfile = xasprintf(o, "%s/lcfibd.pid", rundir);
+	if (!d->config_path)
+		d->config_path = xasprintf(o, "%s/lcfibd.json", d->state_dir);
+	if (!d->yang_dir)
+		d->yang_dir = getenv("LCFIB_YANG_DIR") ? getenv("LCFIB_YANG_DIR") : LCFIB_YANG_DIR;
+}
+
+static int parse_args(struct lcfibd *d, struct opts *o, int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "state-dir", required_argument, NULL, 'S' },
+		{ "pidfile", required_argument, NULL, 'p' },
+		{ "yang-dir", required_argument, NULL, 'y' },
+		{ "socket-group", required_argument, NULL, 'G' },
+		{ "log-level", required_argument, NULL, 'd' },
+		{ "syslog", no_argument, NULL, 1 },
+		{ "stderr", no_argument, NULL, 2 },
+		{ "check-config", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "fc:s:S:p:y:G:d:tVh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			d->foreground = true;
+			break;
+		case 'c':
+			d->config_path = optarg;
+			break;
+		case 's':
+			d->socket_path = optarg;
+			break;
+		case 'S':
+			d->state_dir = optarg;
+			break;
+		case 'p':
+			d->pidfile = optarg;
+			break;
+		case 'y':
+			d->yang_dir = optarg;
+			break;
+		case 'G':
+			d->socket_group = optarg;
+			break;
+		case 'd':
+			d->log_level_opt = log_level_parse(optarg);
+			if (d->log_level_opt < 0) {
+				fprintf(stderr,
+					"lcfibd: --log-level %s: expected error, warning, "
+					"notice, info or debug\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 1:
+		case 2:
+			o->log_dest = c;
+			break;
+		case 't':
+			o->check_only = true;
+			break;
+		case 'V':
+			printf("lcfibd %s\n", PACKAGE_VERSION);
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lcfibd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+static int mkdir_for(const char *path)
+{
+	char buf[4096], *slash;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return 0;
+	*slash = '\0';
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(buf, 0750);
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) && errno != EEXIST) {
+		log_err("mkdir %s: %m", buf);
+		return -1;
+	}
+	return 0;
+}
+
+static int yang_init(struct lcfibd *d)
+{
+	ly_log_options(LY_LOSTORE_LAST);
+	if (ly_ctx_new(d->yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD, &d->ly) != LY_SUCCESS) {
+		log_err("libyang: cannot make a context for %s", d->yang_dir);
+		return -1;
+	}
+	d->mod = ly_ctx_load_module(d->ly, "lcfib", NULL, NULL);
+	if (!d->mod) {
+		const struct ly_err_item *ei = ly_err_last(d->ly);
+
+		log_err("cannot load the lcfib YANG module from %s: %s", d->yang_dir,
+			ei && ei->msg ? ei->msg : "not found");
+		return -1;
+	}
+	return 0;
+}
+
+static int pidfile_write(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (fd < 0 || write(fd, buf, (size_t)n) != n) {
+		log_err("pid file %s: %m", path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * Backgrounds the daemon. The parent exits once the child says it is
+ * serving (or failed), so `lcfibd && lcfibctl ...` works.
+ */
+static int daemonize(int *ready_fd)
+{
+	int p[2];
+	pid_t pid;
+	char ok = 0;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &ok, 1) != 1)
+			ok = 0;
+		_exit(ok ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	pid = fork();
+	if (pid < 0)
+		_exit(1);
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/"))
+		_exit(1);
+	{
+		int fd = open("/dev/null", O_RDWR);
+
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+	}
+	*ready_fd = p[1];
+	return 0;
+}
+
+static int epoll_add(int epfd, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int loop_init(struct lcfibd *d)
+{
+	struct itimerspec one_second = { { 1, 0 }, { 1, 0 } };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 ||
+	    timerfd_settime(d->timerfd, 0, &one_second, NULL) ||
+	    epoll_add(d->epfd, d->sigfd, &tag_signal) ||
+	    epoll_add(d->epfd, d->timerfd, &tag_timer)) {
+		log_err("event loop: %m");
+		return -1;
+	}
+	return 0;
+}
+
+static void on_signal(struct lcfibd *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_notice("SIGHUP: reloading %s", d->config_path);
+			cfg_reload(d);
+		} else {
+			log_notice("%s: exiting", strsignal((int)si.ssi_signo));
+			d->stop = true;
+		}
+	}
+}
+
+static void on_timer(struct lcfibd *d)
+{
+	uint64_t n, applied = __atomic_load_n(&d->ingest.applied, __ATOMIC_RELAXED);
+
+	if (read(d->timerfd, &n, sizeof(n)) < 0)
+		return;
+	d->rate = n ? (applied - d->rate_prev_applied) / n : 0;
+	d->rate_prev_applied = applied;
+	ctl_progress(d);
+}
+
+static void loop_run(struct lcfibd *d)
+{
+	struct epoll_event ev[32];
+
+	while (!d->stop) {
+		int n = epoll_wait(d->epfd, ev, 32, -1);
+
+		if (n < 0 && errno != EINTR) {
+			log_err("epoll_wait: %m");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *tag = ev[i].data.ptr;
+
+			if (tag == &tag_signal)
+				on_signal(d);
+			else if (tag == &tag_timer)
+				on_timer(d);
+			else if (tag == &tag_writer)
+				writer_reap(d);
+			else if (tag == NULL)
+				ctl_accept(d);
+			else
+				ctl_conn_event(d, tag, ev[i].events);
+		}
+	}
+}
+
+static void shutdown_all(struct lcfibd *d, struct opts *o)
+{
+	if (d->listen_fd >= 0 || d->conns)
+		ctl_close_all(d);
+	if (d->writer) {
+		writer_stop(d->writer);
+		/* Jobs that finished after the loop stopped: their clients are gone. */
+	}
+	if (d->fib) {
+		fib_reclaim_barrier(d->fib);
+		fib_destroy(d->fib);
+	}
+	rpc_loaded_free(d);
+	cfg_fini(d);
+	if (d->ly)
+		ly_ctx_destroy(d->ly);
+	for (int *fd = &d->epfd; fd <= &d->timerfd; fd++) {
+		if (*fd >= 0)
+			close(*fd);
+	}
+	ifname_reset();
+	pthread_mutex_destroy(&d->ingest.lock);
+	for (unsigned int i = 0; i < 6; i++)
+		free(o->owned[i]);
+}
+
+int main(int argc, char **argv)
+{
+	struct lcfibd d = {
+		.log_level_opt = -1, .epfd = -1, .sigfd = -1, .timerfd = -1, .listen_fd = -1
+	};
+	struct opts o = { 0 };
+	int ready_fd = -1, status = 1;
+	bool pid_written = false;
+
+	pthread_mutex_init(&d.ingest.lock, NULL);
+	if (parse_args(&d, &o, argc, argv))
+		return 2;
+	defaults(&d, &o);
+	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
+	if (d.log_level_opt >= 0)
+		log_set_level(d.log_level_opt);
+	d.fib = fib_new();
+	if (!d.fib) {
+		log_err("cannot make the FIB: %m");
+		goto out;
+	}
+	if (yang_init(&d) || cfg_check_handlers(&d) || cfg_init(&d, o.check_only))
+		goto out;
+	if (o.check_only) {
+		status = 0;
+		goto out;
+	}
+	cfg_apply_all(&d);
+	if (mkdir_for(d.socket_path) || mkdir_for(d.pidfile) || mkdir_for(d.config_path))
+		goto out;
+	if (!d.foreground && daemonize(&ready_fd)) {
+		log_err("cannot go to the background: %m");
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &d.started);
+	if (loop_init(&d) || ctl_listen(&d) || pidfile_write(d.pidfile))
+		goto out;
+	pid_written = true;
+	d.writer = writer_start(&d);
+	if (!d.writer || epoll_add(d.epfd, writer_event_fd(d.writer), &tag_writer)) {
+		log_err("cannot start the writer thread: %m");
+		goto out;
+	}
+	fib_reader_register();
+	log_notice("lcfibd %s serving on %s (state %s, sync-mem %llu)", PACKAGE_VERSION,
+		   d.socket_path, d.state_dir, (unsigned long long)fib_get_sync_mem(d.fib));
+	rpc_load_configured(&d, false);
+	if (ready_fd >= 0) {
+		char ok = 1;
+
+		if (write(ready_fd, &ok, 1) != 1)
+			log_warn("cannot tell the parent we are ready: %m");
+		close(ready_fd);
+		ready_fd = -1;
+	}
+	loop_run(&d);
+	status = 0;
+	ctl_close_all(&d);
+	fib_reader_unregister();
+out:
+	if (pid_written)
+		unlink(d.pidfile);
+	shutdown_all(&d, &o);
+	log_close();
+	return status;
+}

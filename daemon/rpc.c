@@ -1,0 +1,966 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RPCs of the lcfib module. Lookups and listings run on the loop
+ * thread as RCU readers; everything that changes the FIB becomes a writer
+ * job whose reply is sent when it is done.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/lcfibd.h"
+#include "daemon/log.h"
+#include "lib/ctl.h"
+#include "lib/ifname.h"
+#include "lib/routefile.h"
+
+#define RPC_BAD_LINES_MAX 1000 /* bad lines listed in a reply */
+
+/* ------------------------------------------------------------ values */
+
+static const char *rpc_value(const struct lyd_node *op, const char *name)
+{
+	struct lyd_node *n = NULL;
+
+	if (lyd_find_path(op, name, 0, &n) != LY_SUCCESS || !n)
+		return NULL;
+	return lyd_get_value(n);
+}
+
+static uint64_t rpc_u64(const struct lyd_node *op, const char *name, uint64_t dflt)
+{
+	const char *v = rpc_value(op, name);
+
+	return v ? strtoull(v, NULL, 10) : dflt;
+}
+
+static bool rpc_bool(const struct lyd_node *op, const char *name)
+{
+	const char *v = rpc_value(op, name);
+
+	return v && strcmp(v, "true") == 0;
+}
+
+/* A table-id value: a number or main/local/default (the schema checked it). */
+static uint32_t rpc_table(const char *v)
+{
+	if (!v || strcmp(v, "main") == 0)
+		return FIB_TABLE_MAIN;
+	if (strcmp(v, "local") == 0)
+		return FIB_TABLE_LOCAL;
+	if (strcmp(v, "default") == 0)
+		return 253;
+	return (uint32_t)strtoul(v, NULL, 10);
+}
+
+static int rpc_family(const char *v)
+{
+	if (!v)
+		return AF_UNSPEC;
+	return strcmp(v, "ipv6") == 0 ? AF_INET6 : AF_INET;
+}
+
+/* ------------------------------------------------------- route output */
+
+static int rpc_term(struct lyd_node *parent, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int rpc_term(struct lyd_node *parent, const char *name, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return lyd_new_term(parent, NULL, name, buf, 1, NULL) == LY_SUCCESS ? 0 : -1;
+}
+
+/* A route as the forwarding path sees it, copied out of the read-side section. */
+struct rpc_route {
+	struct addr_prefix p;
+	uint32_t table, metric, nh_id;
+	uint8_t type, proto, scope;
+	uint16_t n_paths;
+	struct nh_path path[NH_MAX_PATHS];
+};
+
+static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct addr_prefix *p,
+			       const struct fib_route *r)
+{
+	o->p = *p;
+	o->table = table;
+	o->metric = r->metric;
+	o->type = r->type;
+	o->proto = r->proto;
+	o->scope = r->scope;
+	o->nh_id = r->nh ? r->nh->id : 0;
+	o->n_paths = 0;
+	if (r->nh) {
+		const struct nh_info *info = nh_info_rcu(r->nh);
+
+		o->n_paths = info->n > NH_MAX_PATHS ? NH_MAX_PATHS : info->n;
+		memcpy(o->path, info->path, o->n_paths * sizeof(o->path[0]));
+	}
+}
+
+static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
+{
+	char buf[ADDR_STRLEN];
+	int ret = 0;
+
+	ret |= rpc_term(parent, "prefix", "%s", addr_prefix_format(&r->p, buf, sizeof(buf)));
+	ret |= rpc_term(parent, "table", "%u", r->table);
+	ret |= rpc_term(parent, "type", "%s", fib_rtype_name(r->type));
+	ret |= rpc_term(parent, "protocol", "%u", r->proto);
+	ret |= rpc_term(parent, "scope", "%u", r->scope);
+	ret |= rpc_term(parent, "metric", "%u", r->metric);
+	if (r->nh_id)
+		ret |= rpc_term(parent, "nexthop-id", "%u", r->nh_id);
+	for (unsigned int i = 0; i < r->n_paths && !ret; i++) {
+		const struct nh_path *p = &r->path[i];
+		struct lyd_node *nh;
+		char name[IF_NAMESIZE];
+
+		if (lyd_new_list(parent, NULL, "nexthop", 1, &nh) != LY_SUCCESS)
+			return -1;
+		if (p->gw_family) {
+			inet_ntop(p->gw_family, &p->gw, buf, sizeof(buf));
+			ret |= rpc_term(nh, "gateway", "%s", buf);
+		}
+		if (p->ifindex)
+			ret |= rpc_term(nh, "interface", "%s", ifname_name(p->ifindex, name));
+		if (r->n_paths > 1)
+			ret |= rpc_term(nh, "weight", "%u", p->weight);
+	}
+	return ret;
+}
+
+static int rpc_print(struct lcfibd *d, struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	if (lyd_print_mem(reply, op, LYD_JSON, LYD_PRINT_SHRINK) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "reply");
+		return -1;
+	}
+	return 0;
+}
+
+/* Starts a reply tree for the RPC @name. */
+static struct lyd_node *rpc_reply_new(struct lcfibd *d, const char *name, struct lcfibd_err *e)
+{
+	struct lyd_node *out = NULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/lcfib:%s", name);
+	if (lyd_new_path(NULL, d->ly, path, NULL, 0, &out) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, name);
+		return NULL;
+	}
+	return out;
+}
+
+/* --------------------------------------------------------------- lookup */
+
+static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
+		      struct lcfibd_err *e)
+{
+	uint32_t table = rpc_table(rpc_value(op, "table"));
+	struct rpc_route r;
+	struct addr_prefix p;
+	struct errbuf err;
+	struct lyd_node *out;
+	struct addr a;
+	bool found = false;
+	int ret;
+
+	if (addr_parse(rpc_value(op, "address"), AF_UNSPEC, &a, &err)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:lookup/address", "%s", err.msg);
+		return -1;
+	}
+	fib_read_lock();
+	{
+		const struct fib_route *fr = fib_match_rcu(d->fib, table, &a, &p);
+
+		if (fr) {
+			rpc_route_copy_rcu(&r, table, &p, fr);
+			found = true;
+		}
+	}
+	fib_read_unlock();
+	out = rpc_reply_new(d, "lookup", e);
+	if (!out)
+		return -1;
+	ret = rpc_term(out, "found", "%s", found ? "true" : "false");
+	if (found && !ret)
+		ret = rpc_route_out(out, &r);
+	if (!ret)
+		ret = rpc_print(d, out, reply, e);
+	else
+		lcfibd_err_from_ly(e, d->ly, "lookup reply");
+	lyd_free_all(out);
+	return ret;
+}
+
+/* --------------------------------------------------------------- routes */
+
+struct rpc_walk {
+	struct addr_prefix within;
+	bool filter;
+	uint32_t table;
+	uint64_t limit, n;
+	bool truncated;
+	struct rpc_route *r; /* limit of them, or fewer */
+	size_t cap;
+};
+
+static bool rpc_within(const struct addr_prefix *p, const struct addr_prefix *w)
+{
+	struct addr a = p->a;
+
+	if (p->a.family != w->a.family || p->plen < w->plen)
+		return false;
+	addr_mask(&a, w->plen);
+	return memcmp(&a.b, &w->a.b, addr_bits(a.family) / 8) == 0;
+}
+
+static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *fr)
+{
+	struct rpc_walk *w = ctx;
+
+	if (w->filter && !rpc_within(p, &w->within))
+		return 0;
+	if (w->n == w->limit) {
+		w->truncated = true;
+		return 1;
+	}
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 256;
+		struct rpc_route *r = realloc(w->r, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		w->r = r;
+		w->cap = cap;
+	}
+	rpc_route_copy_rcu(&w->r[w->n++], w->table, p, fr);
+	return 0;
+}
+
+static int rpc_routes(struct lcfibd *d, const struct lyd_node *op, char **reply,
+		      struct lcfibd_err *e)
+{
+	struct rpc_walk w = { .table = rpc_table(rpc_value(op, "table")) };
+	const char *prefix = rpc_value(op, "prefix");
+	int family = rpc_family(rpc_value(op, "family")), ret = 0;
+	struct lyd_node *out;
+	struct errbuf err;
+
+	w.limit = rpc_u64(op, "limit", 1000);
+	if (prefix) {
+		if (addr_parse_prefix(prefix, AF_UNSPEC, &w.within, &err)) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/prefix", "%s", err.msg);
+			return -1;
+		}
+		w.filter = true;
+		family = w.within.a.family;
+	}
+	fib_read_lock();
+	for (int fam = AF_INET; fam && !ret; fam = fam == AF_INET ? AF_INET6 : 0) {
+		const struct fib_table *tb;
+
+		if (family != AF_UNSPEC && fam != family)
+			continue;
+		tb = fib_table_get_rcu(d->fib, w.table, fam);
+		if (tb)
+			ret = fib_walk_rcu(tb, rpc_walk_fn, &w);
+	}
+	fib_read_unlock();
+	if (ret < 0) {
+		free(w.r);
+		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory listing routes");
+		return -1;
+	}
+	out = rpc_reply_new(d, "routes", e);
+	ret = out ? rpc_term(out, "truncated", "%s", w.truncated ? "true" : "false") : -1;
+	for (uint64_t i = 0; i < w.n && !ret; i++) {
+		struct lyd_node *rt;
+
+		ret = lyd_new_list(out, NULL, "route", 1, &rt) == LY_SUCCESS
+			      ? rpc_route_out(rt, &w.r[i])
+			      : -1;
+	}
+	free(w.r);
+	if (!ret)
+		ret = rpc_print(d, out, reply, e);
+	else if (out)
+		lcfibd_err_from_ly(e, d->ly, "routes reply");
+	lyd_free_all(out);
+	return ret;
+}
+
+/* ------------------------------------------------------- writer jobs */
+
+enum rpc_job_kind { RPC_JOB_FLUSH, RPC_JOB_ROUTE, RPC_JOB_LOAD };
+
+struct rpc_job {
+	struct writer_job job; /* first */
+	enum rpc_job_kind kind;
+	int ret;
+	struct errbuf err;
+	struct timespec t0;
+	/* flush */
+	uint32_t table;
+	int family;
+	uint64_t removed;
+	/* route-add / route-delete */
+	struct routefile_route rt;
+	/* load */
+	char *path;   /* as the client named it */
+	char *format; /* auto, batch, plain */
+	bool skip_bad, transient, configured;
+	char *buf; /* a streamed file */
+	size_t len;
+	struct routefile *rf;
+	struct routefile_result res;
+	uint64_t lines, duration_us;
+	struct timespec last_kick;
+};
+
+static uint64_t rpc_now_us(const struct timespec *since)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)(t.tv_sec - since->tv_sec) * 1000000u +
+	       (uint64_t)((t.tv_nsec - since->tv_nsec) / 1000);
+}
+
+static struct rpc_job *rpc_job_new(enum rpc_job_kind kind, struct ctl_conn *c, uint32_t id,
+				   void (*run)(struct lcfibd *, struct writer_job *),
+				   void (*done)(struct lcfibd *, struct writer_job *))
+{
+	struct rpc_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->kind = kind;
+	j->job.conn = c;
+	j->job.req_id = id;
+	j->job.run = run;
+	j->job.done = done;
+	clock_gettime(CLOCK_MONOTONIC, &j->t0);
+	return j;
+}
+
+/* Queues @j; its client's later requests wait for the reply. */
+static void rpc_submit(struct lcfibd *d, struct rpc_job *j)
+{
+	if (j->job.conn)
+		ctl_conn_set_busy(j->job.conn, &j->job);
+	writer_submit(d->writer, &j->job);
+}
+
+static void rpc_job_free(struct rpc_job *j)
+{
+	routefile_free(j->rf);
+	free(j->path);
+	free(j->format);
+	free(j->buf);
+	free(j);
+}
+
+/* Replies with the job's error message, or with @json. */
+static void rpc_job_reply(struct lcfibd *d, struct rpc_job *j, const char *tag, const char *json)
+{
+	struct lcfibd_err e = { 0 };
+
+	if (j->ret) {
+		lcfibd_err_set(&e, tag, NULL, "%s", j->err.msg);
+		ctl_reply_error(d, j->job.conn, j->job.req_id, &e);
+	} else {
+		ctl_reply(d, j->job.conn, j->job.req_id, json);
+	}
+	if (j->job.conn)
+		ctl_conn_resume(d, j->job.conn);
+}
+
+static void rpc_count(struct lcfibd *d, uint64_t applied, uint64_t rejected)
+{
+	__atomic_add_fetch(&d->ingest.applied, applied, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&d->ingest.rejected, rejected, __ATOMIC_RELAXED);
+}
+
+static void rpc_last_error(struct lcfibd *d, const char *msg)
+{
+	pthread_mutex_lock(&d->ingest.lock);
+	snprintf(d->ingest.last_error, sizeof(d->ingest.last_error), "%s", msg);
+	pthread_mutex_unlock(&d->ingest.lock);
+}
+
+/* flush */
+
+static void rpc_flush_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+	struct fib_state before, after;
+
+	fib_get_state(d->fib, &before);
+	j->ret = fib_table_flush(d->fib, j->table, j->family);
+	if (j->ret)
+		err_set(&j->err, "flush of table %u failed: %s", j->table, strerror(-j->ret));
+	fib_get_state(d->fib, &after);
+	j->removed = before.routes4 + before.routes6 - after.routes4 - after.routes6;
+	rpc_count(d, j->removed, 0);
+}
+
+static void rpc_flush_done(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+	char json[128];
+
+	snprintf(json, sizeof(json), "{\"lcfib:flush\":{\"removed\":\"%llu\"}}",
+		 (unsigned long long)j->removed);
+	if (!j->ret)
+		log_notice("flushed %llu routes of %s", (unsigned long long)j->removed,
+			   j->table ? "one table" : "all tables");
+	rpc_job_reply(d, j, CTL_TAG_FAILED, json);
+	rpc_job_free(j);
+}
+
+static int rpc_flush(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+		     struct lcfibd_err *e)
+{
+	struct rpc_job *j = rpc_job_new(RPC_JOB_FLUSH, c, id, rpc_flush_run, rpc_flush_done);
+	const char *t = rpc_value(op, "table");
+
+	if (!j) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory");
+		return -1;
+	}
+	j->table = t && strcmp(t, "all") == 0 ? 0 : rpc_table(t);
+	j->family = rpc_family(rpc_value(op, "family"));
+	rpc_submit(d, j);
+	return 1;
+}
+
+/* route-add, route-delete */
+
+static void rpc_route_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+
+	if (j->rt.op == ROUTEFILE_DEL)
+		j->ret = fib_route_del(d->fib, &j->rt.rc, &j->err);
+	else
+		j->ret = fib_route_add(d->fib, &j->rt.rc, &j->err);
+	rpc_count(d, !j->ret, !!j->ret);
+	if (j->ret)
+		rpc_last_error(d, j->err.msg);
+}
+
+static void rpc_route_done(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+
+	rpc_job_reply(d, j, CTL_TAG_FAILED, NULL);
+	rpc_job_free(j);
+}
+
+static unsigned int rpc_operation_flags(const char *op)
+{
+	if (!op || strcmp(op, "add") == 0)
+		return FIB_F_CREATE | FIB_F_EXCL;
+	if (strcmp(op, "replace") == 0)
+		return FIB_F_CREATE | FIB_F_REPLACE;
+	if (strcmp(op, "append") == 0)
+		return FIB_F_CREATE | FIB_F_APPEND;
+	return FIB_F_CREATE; /* prepend */
+}
+
+static int rpc_path_in(const struct lyd_node *nh, struct nh_path *p, unsigned int n_paths,
+		       struct lcfibd_err *e)
+{
+	const char *gw = rpc_value(nh, "gateway"), *dev = rpc_value(nh, "interface");
+	const char *w = rpc_value(nh, "weight");
+	struct errbuf err;
+	struct addr a;
+
+	memset(p, 0, sizeof(*p));
+	p->weight = (uint16_t)(w ? atoi(w) : 1);
+	if (gw) {
+		if (addr_parse(gw, AF_UNSPEC, &a, &err))
+			goto bad;
+		p->gw_family = a.family;
+		memcpy(&p->gw, a.b, a.family == AF_INET ? 4 : 16);
+	}
+	if (dev && ifname_resolve(dev, &p->ifindex, &err))
+		goto bad;
+	if (!gw && !dev) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, NULL,
+			       "nexthop %u has neither gateway nor interface", n_paths + 1);
+		return -1;
+	}
+	return 0;
+bad:
+	lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "nexthop %u: %s", n_paths + 1, err.msg);
+	return -1;
+}
+
+static int rpc_route_in(const struct lyd_node *op, bool del, struct routefile_route *rt,
+			struct lcfibd_err *e)
+{
+	struct fib_rcfg *rc = &rt->rc;
+	const char *type = rpc_value(op, "type");
+	struct lyd_node *nh;
+	struct errbuf err;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->op = del ? ROUTEFILE_DEL : ROUTEFILE_ADD;
+	if (addr_parse_prefix(rpc_value(op, "prefix"), AF_UNSPEC, &rc->dst, &err)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "prefix: %s", err.msg);
+		return -1;
+	}
+	rc->table = rpc_table(rpc_value(op, "table"));
+	if (type && fib_rtype_parse(type, &rc->type)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "type '%s' is unknown", type);
+		return -1;
+	}
+	rc->proto = (uint8_t)rpc_u64(op, "protocol", del ? 0 : ROUTEFILE_PROTO_BOOT);
+	rc->scope = (uint8_t)rpc_u64(op, "scope", 0);
+	rc->metric = (uint32_t)rpc_u64(op, "metric", 0);
+	if (!del)
+		rc->flags = rpc_operation_flags(rpc_value(op, "operation"));
+	LY_LIST_FOR(lyd_child(op), nh)
+	{
+		if (strcmp(LYD_NAME(nh), "nexthop") != 0)
+			continue;
+		if (rc->n_paths == NH_MAX_PATHS ||
+		    rpc_path_in(nh, &rt->paths[rc->n_paths], rc->n_paths, e))
+			return -1;
+		rc->n_paths++;
+	}
+	rc->paths = rt->paths;
+	if (!del && !rc->type)
+		rc->type = rc->n_paths ? FIB_RT_UNICAST : FIB_RT_BLACKHOLE;
+	return 0;
+}
+
+static int rpc_route(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+		     bool del, struct lcfibd_err *e)
+{
+	struct rpc_job *j = rpc_job_new(RPC_JOB_ROUTE, c, id, rpc_route_run, rpc_route_done);
+
+	if (!j) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory");
+		return -1;
+	}
+	if (rpc_route_in(op, del, &j->rt, e)) {
+		rpc_job_free(j);
+		return -1;
+	}
+	j->rt.rc.paths = j->rt.paths;
+	rpc_submit(d, j);
+	return 1;
+}
+
+/* ----------------------------------------------------------------- load */
+
+static enum routefile_format rpc_format(const char *s)
+{
+	if (s && strcmp(s, "batch") == 0)
+		return ROUTEFILE_BATCH;
+	if (s && strcmp(s, "plain") == 0)
+		return ROUTEFILE_PLAIN;
+	return ROUTEFILE_AUTO;
+}
+
+static void rpc_load_phase(struct lcfibd *d, const char *phase, uint64_t done, uint64_t total)
+{
+	pthread_mutex_lock(&d->ingest.lock);
+	d->ingest.phase = phase;
+	d->ingest.done = done;
+	d->ingest.total = total;
+	pthread_mutex_unlock(&d->ingest.lock);
+}
+
+struct rpc_progress {
+	struct lcfibd *d;
+	struct rpc_job *j;
+};
+
+/* Writer thread: records progress and wakes the loop, at most ten times a second. */
+static void rpc_load_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	struct rpc_progress *p = ctx;
+	struct timespec now;
+
+	rpc_load_phase(p->d, phase, done, total);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - p->j->last_kick.tv_sec) * 1000000000L + now.tv_nsec -
+		    p->j->last_kick.tv_nsec <
+	    100000000L)
+		return;
+	p->j->last_kick = now;
+	writer_kick(p->d->writer);
+}
+
+static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+	struct routefile_opts o = {
+		.format = rpc_format(j->format),
+		.family = AF_UNSPEC,
+		.skip_bad_lines = j->skip_bad,
+		.name = j->path,
+	};
+	struct rpc_progress p = { d, j };
+
+	pthread_mutex_lock(&d->ingest.lock);
+	snprintf(d->ingest.file, sizeof(d->ingest.file), "%s", j->path);
+	d->ingest.job = wj;
+	pthread_mutex_unlock(&d->ingest.lock);
+	rpc_load_phase(d, "parsing", 0, 0);
+	writer_kick(d->writer);
+	j->rf = routefile_new(&o);
+	if (!j->rf) {
+		j->ret = -errno;
+		err_set(&j->err, "%s: out of memory", j->path);
+		goto out;
+	}
+	if (j->buf) {
+		j->ret = routefile_feed(j->rf, j->buf, j->len, true);
+		if (j->ret)
+			err_set(&j->err, "%s: %s", j->path, strerror(-j->ret));
+	} else {
+		j->ret = routefile_read_file(j->rf, j->path, &j->err);
+	}
+	if (!j->ret)
+		j->ret = routefile_apply(j->rf, d->fib, rpc_load_progress, &p, &j->res, &j->err);
+	j->lines = routefile_lines(j->rf);
+out:
+	j->duration_us = rpc_now_us(&j->t0);
+	if (j->ret)
+		rpc_count(d, 0,
+			  j->rf && routefile_bad_lines(j->rf) ? routefile_bad_lines(j->rf) : 1);
+	else
+		rpc_count(d, j->res.applied, j->res.skipped);
+	pthread_mutex_lock(&d->ingest.lock);
+	d->ingest.phase = NULL;
+	d->ingest.job = NULL;
+	pthread_mutex_unlock(&d->ingest.lock);
+}
+
+/* Saves a streamed file in the state directory, so the config can name it. */
+static char *rpc_save_stream(struct lcfibd *d, const struct rpc_job *j, struct lcfibd_err *e)
+{
+	char dir[4096], path[4200];
+	struct timespec now;
+	ssize_t n = 0;
+	size_t off = 0;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/routes", d->state_dir);
+	if (mkdir(dir, 0750) && errno != EEXIST)
+		goto fail;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(path, sizeof(path), "%s/stream-%lld-%u.routes", dir, (long long)now.tv_sec,
+		 d->stream_seq++);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		goto fail;
+	while (off < j->len && (n = write(fd, j->buf + off, j->len - off)) > 0)
+		off += (size_t)n;
+	if (n < 0 || fsync(fd)) {
+		close(fd);
+		unlink(path);
+		goto fail;
+	}
+	close(fd);
+	return strdup(path);
+fail:
+	lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "cannot keep the streamed file in %s: %s", dir,
+		       strerror(errno));
+	return NULL;
+}
+
+static void rpc_loaded_add(struct lcfibd *d, const char *path)
+{
+	char **v = realloc(d->loaded, (d->n_loaded + 1) * sizeof(*v));
+
+	if (!v)
+		return;
+	d->loaded = v;
+	v[d->n_loaded] = strdup(path);
+	if (v[d->n_loaded])
+		d->n_loaded++;
+}
+
+static bool rpc_loaded(const struct lcfibd *d, const char *path)
+{
+	for (unsigned int i = 0; i < d->n_loaded; i++) {
+		if (strcmp(d->loaded[i], path) == 0)
+			return true;
+	}
+	return false;
+}
+
+void rpc_loaded_free(struct lcfibd *d)
+{
+	for (unsigned int i = 0; i < d->n_loaded; i++)
+		free(d->loaded[i]);
+	free(d->loaded);
+	d->loaded = NULL;
+	d->n_loaded = 0;
+}
+
+/* Records a successful load in the running config, unless transient. */
+static void rpc_load_record(struct lcfibd *d, struct rpc_job *j)
+{
+	struct lcfibd_err e = { 0 };
+	char *path = j->path;
+
+	if (j->transient || j->configured)
+		return;
+	if (j->buf) {
+		path = rpc_save_stream(d, j, &e);
+		if (!path)
+			goto fail;
+	}
+	rpc_loaded_add(d, path);
+	if (cfg_add_route_file(d, path, j->format, j->skip_bad, &e) == 0) {
+		if (path != j->path)
+			free(path);
+		return;
+	}
+	if (path != j->path)
+		free(path);
+fail:
+	log_err("%s loaded, but not recorded in the config: %s", j->path, e.msg);
+}
+
+static void rpc_load_stats(struct lcfibd *d, const struct rpc_job *j, uint64_t rate)
+{
+	pthread_mutex_lock(&d->ingest.lock);
+	if (j->ret) {
+		d->ingest.loads_failed++;
+		snprintf(d->ingest.last_error, sizeof(d->ingest.last_error), "%s", j->err.msg);
+	} else {
+		d->ingest.loads++;
+		snprintf(d->ingest.last_file, sizeof(d->ingest.last_file), "%s", j->path);
+		d->ingest.last_routes = j->res.applied;
+		d->ingest.last_skipped = j->res.skipped;
+		d->ingest.last_duration_us = j->duration_us;
+		d->ingest.last_rate = rate;
+	}
+	pthread_mutex_unlock(&d->ingest.lock);
+}
+
+/* The bad lines of a load, as error items or as output list entries. */
+static void rpc_load_fail_reply(struct lcfibd *d, struct rpc_job *j)
+{
+	uint64_t n = j->rf ? routefile_bad_lines(j->rf) : 0,
+		 k = n < RPC_BAD_LINES_MAX ? n : RPC_BAD_LINES_MAX;
+	struct lcfibd_err *e = calloc(k + 1, sizeof(*e));
+	unsigned int cnt = 0;
+
+	if (!e) {
+		ctl_reply(d, j->job.conn, j->job.req_id, NULL);
+		return;
+	}
+	/* First the summary, then every bad line the routefile kept. */
+	lcfibd_err_set(&e[cnt++], CTL_TAG_ROUTE_FILE, NULL, "%s", j->err.msg);
+	for (uint64_t i = 0; i < k && n > 1; i++) {
+		uint64_t line;
+		unsigned int col;
+		const char *msg;
+
+		if (routefile_bad_line(j->rf, i, &line, &col, &msg) == 0)
+			lcfibd_err_set(&e[cnt++], CTL_TAG_ROUTE_FILE, NULL, "%s", msg);
+	}
+	ctl_reply_errors(d, j->job.conn, j->job.req_id, e, cnt);
+	free(e);
+}
+
+static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate, char **json)
+{
+	struct lcfibd_err e = { 0 };
+	struct lyd_node *out = rpc_reply_new(d, "load", &e);
+	uint64_t n = routefile_bad_lines(j->rf);
+	int ret;
+
+	if (!out)
+		return -1;
+	ret = rpc_term(out, "lines", "%llu", (unsigned long long)j->lines);
+	ret |= rpc_term(out, "applied", "%llu", (unsigned long long)j->res.applied);
+	ret |= rpc_term(out, "skipped", "%llu", (unsigned long long)n);
+	ret |= rpc_term(out, "duration", "%llu", (unsigned long long)j->duration_us);
+	ret |= rpc_term(out, "rate", "%llu", (unsigned long long)rate);
+	for (uint64_t i = 0; i < n && i < RPC_BAD_LINES_MAX && !ret; i++) {
+		struct lyd_node *bl;
+		uint64_t line;
+		unsigned int col;
+		const char *msg;
+
+		if (routefile_bad_line(j->rf, i, &line, &col, &msg))
+			continue;
+		ret = lyd_new_list(out, NULL, "bad-line", 1, &bl) != LY_SUCCESS;
+		ret = ret ? ret : rpc_term(bl, "line", "%llu", (unsigned long long)line);
+		ret = ret ? ret : rpc_term(bl, "column", "%u", col);
+		ret = ret ? ret : rpc_term(bl, "message", "%s", msg);
+	}
+	if (!ret)
+		ret = rpc_print(d, out, json, &e);
+	lyd_free_all(out);
+	return ret;
+}
+
+static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
+{
+	struct rpc_job *j = (struct rpc_job *)wj;
+	uint64_t rate = j->duration_us ? j->res.applied * 1000000u / j->duration_us : 0;
+	char *json = NULL;
+
+	rpc_load_stats(d, j, rate);
+	if (j->ret) {
+		log_err("load of %s applied nothing: %s", j->path, j->err.msg);
+		rpc_load_fail_reply(d, j);
+	} else {
+		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
+			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
+			   (unsigned long long)rate, (unsigned long long)j->res.skipped);
+		rpc_load_record(d, j);
+		if (rpc_load_out(d, j, rate, &json))
+			log_warn("%s: cannot build the reply", __func__);
+		ctl_reply(d, j->job.conn, j->job.req_id, json);
+		free(json);
+	}
+	if (j->job.conn)
+		ctl_conn_resume(d, j->job.conn);
+	rpc_job_free(j);
+}
+
+static struct rpc_job *rpc_load_job(struct ctl_conn *c, uint32_t id, const char *path,
+				    const char *format, bool skip_bad, bool transient)
+{
+	struct rpc_job *j = rpc_job_new(RPC_JOB_LOAD, c, id, rpc_load_run, rpc_load_done);
+
+	if (!j)
+		return NULL;
+	j->path = strdup(path);
+	j->format = strdup(format ? format : "auto");
+	j->skip_bad = skip_bad;
+	j->transient = transient;
+	if (!j->path || !j->format) {
+		rpc_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+		    struct lcfibd_err *e)
+{
+	const char *path = rpc_value(op, "path");
+	struct rpc_job *j = rpc_load_job(c, id, path, rpc_value(op, "format"),
+					 rpc_bool(op, "skip-bad-lines"), rpc_bool(op, "transient"));
+
+	if (!j) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory");
+		return -1;
+	}
+	if (strcmp(path, "-") == 0) {
+		/* The file follows in CTL_DATA frames; ctl.c collects them. */
+		ctl_conn_set_stream(c, &j->job);
+		return 1;
+	}
+	if (path[0] != '/') {
+		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:load/path",
+			       "'%s' is not an absolute path (the daemon reads it)", path);
+		rpc_job_free(j);
+		return -1;
+	}
+	rpc_submit(d, j);
+	return 1;
+}
+
+int rpc_load_stream_end(struct lcfibd *d, struct ctl_conn *c, struct lcfibd_err *e)
+{
+	struct writer_job *wj;
+	struct rpc_job *j;
+	size_t len;
+	char *buf = ctl_conn_take_stream(c, &len, &wj);
+
+	(void)e;
+	j = (struct rpc_job *)wj;
+	j->buf = buf;
+	j->len = len;
+	rpc_submit(d, j);
+	return 0;
+}
+
+void rpc_load_stream_abort(struct writer_job *wj)
+{
+	rpc_job_free((struct rpc_job *)wj);
+}
+
+void rpc_load_configured(struct lcfibd *d, bool only_new)
+{
+	struct ly_set *set = NULL;
+
+	if (lyd_find_xpath(d->running, "/lcfib:lcfib/route-files/route-file", &set) != LY_SUCCESS)
+		return;
+	for (uint32_t i = 0; i < set->count; i++) {
+		const struct lyd_node *rf = set->dnodes[i];
+		const char *path = rpc_value(rf, "path");
+		struct rpc_job *j;
+
+		if (only_new && rpc_loaded(d, path))
+			continue;
+		j = rpc_load_job(NULL, 0, path, rpc_value(rf, "format"),
+				 rpc_bool(rf, "skip-bad-lines"), true);
+		if (!j) {
+			log_err("out of memory queueing %s", path);
+			continue;
+		}
+		j->configured = true;
+		rpc_loaded_add(d, path);
+		log_info("loading configured route file %s", path);
+		writer_submit(d->writer, &j->job);
+	}
+	ly_set_free(set, NULL);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+bool rpc_is_read_only(const char *name)
+{
+	return strcmp(name, "lookup") == 0 || strcmp(name, "routes") == 0;
+}
+
+int rpc_run(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+	    char **reply, struct lcfibd_err *e)
+{
+	const char *name = LYD_NAME(op);
+
+	*reply = NULL;
+	if (strcmp(name, "lookup") == 0)
+		return rpc_lookup(d, op, reply, e);
+	if (strcmp(name, "routes") == 0)
+		return rpc_routes(d, op, reply, e);
+	if (strcmp(name, "flush") == 0)
+		return rpc_flush(d, c, id, op, e);
+	if (strcmp(name, "route-add") == 0)
+		return rpc_route(d, c, id, op, false, e);
+	if (strcmp(name, "route-delete") == 0)
+		return rpc_route(d, c, id, op, true, e);
+	if (strcmp(name, "load") == 0)
+		return rpc_load(d, c, id, op, e);
+	lcfibd_err_set(e, CTL_TAG_UNSUPPORTED, NULL, "operation %s has no handler in lcfibd", name);
+	return -1;
+}

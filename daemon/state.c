@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operational state of the lcfib module, built on request from the
+ * library's counters (loop thread, as an RCU reader).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon/lcfibd.h"
+
+static const char *const state_mem_names[MEM_CLASS_MAX] = {
+	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nh",
+	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "hash",
+	[MEM_RECLAIM] = "reclaim",
+};
+
+static int state_term(struct lyd_node *parent, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int state_term(struct lyd_node *parent, const char *name, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return lyd_new_term(parent, NULL, name, buf, 0, NULL) == LY_SUCCESS ? 0 : -1;
+}
+
+static int state_u64(struct lyd_node *parent, const char *name, uint64_t v)
+{
+	return state_term(parent, name, "%llu", (unsigned long long)v);
+}
+
+static struct lyd_node *state_inner(struct lyd_node *parent, const char *name)
+{
+	struct lyd_node *n = NULL;
+
+	if (lyd_new_inner(parent, NULL, name, 0, &n) != LY_SUCCESS)
+		return NULL;
+	return n;
+}
+
+static int state_daemon(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lyd_node *n = state_inner(st, "daemon");
+	struct timespec now;
+	char when[64];
+	struct tm tm;
+	time_t wall;
+	int ret;
+
+	if (!n)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	wall = time(NULL) - (now.tv_sec - d->started.tv_sec);
+	gmtime_r(&wall, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	ret = state_term(n, "version", "%s", PACKAGE_VERSION);
+	ret |= state_u64(n, "pid", (uint64_t)getpid());
+	ret |= state_term(n, "started", "%s", when);
+	ret |= state_u64(n, "uptime", (uint64_t)(now.tv_sec - d->started.tv_sec));
+	return ret;
+}
+
+static int state_routes(struct lyd_node *st, const struct fib_state *fs)
+{
+	struct lyd_node *n = state_inner(st, "routes");
+	int ret;
+
+	if (!n)
+		return -1;
+	ret = state_u64(n, "ipv4", fs->routes4);
+	ret |= state_u64(n, "ipv6", fs->routes6);
+	ret |= state_u64(n, "tables", fs->tables);
+	ret |= state_u64(n, "nexthops", fs->nh_anonymous);
+	ret |= state_u64(n, "nexthop-objects", fs->nh_objects);
+	return ret;
+}
+
+static int state_table(struct lyd_node *st, const struct fib_table *tb)
+{
+	struct trie_stats ts;
+	struct lyd_node *n;
+	int ret;
+
+	char id[16];
+
+	fib_table_stats_rcu(tb, &ts);
+	snprintf(id, sizeof(id), "%u", tb->id);
+	if (lyd_new_list(st, NULL, "table", 0, &n, id, tb->family == AF_INET ? "ipv4" : "ipv6") !=
+	    LY_SUCCESS)
+		return -1;
+	ret = state_u64(n, "routes", ts.routes);
+	ret |= state_u64(n, "prefixes", ts.prefixes);
+	ret |= state_u64(n, "leaves", ts.leaves);
+	ret |= state_u64(n, "internal-nodes", ts.tnodes);
+	for (unsigned int b = 1; b <= TRIE_MAX_BITS && !ret; b++) {
+		struct lyd_node *nb;
+		char bits[8];
+
+		if (!ts.nodes_by_bits[b])
+			continue;
+		snprintf(bits, sizeof(bits), "%u", b);
+		ret = lyd_new_list(n, NULL, "nodes-by-bits", 0, &nb, bits) != LY_SUCCESS;
+		ret = ret ? ret : state_u64(nb, "nodes", ts.nodes_by_bits[b]);
+	}
+	ret |= state_u64(n, "pointers", ts.pointers);
+	ret |= state_u64(n, "null-pointers", ts.null_pointers);
+	ret |= state_term(n, "average-depth", "%.2f",
+			  ts.leaves ? (double)ts.total_depth / (double)ts.leaves : 0.0);
+	ret |= state_u64(n, "max-depth", ts.max_depth);
+	ret |= state_u64(n, "leaf-bytes", ts.leaf_bytes);
+	ret |= state_u64(n, "internal-node-bytes", ts.tnode_bytes);
+	ret |= state_u64(n, "bytes", ts.leaf_bytes + ts.tnode_bytes);
+	return ret;
+}
+
+static int state_reclaim(struct lyd_node *st, const struct reclaim_stats *r)
+{
+	struct lyd_node *n = state_inner(st, "reclamation");
+	int ret;
+
+	if (!n)
+		return -1;
+	ret = state_u64(n, "sync-mem", r->sync_mem);
+	ret |= state_u64(n, "forced-waits", r->forced_waits);
+	ret |= state_u64(n, "wait-time", r->wait_ns_total / 1000);
+	ret |= state_u64(n, "longest-wait", r->wait_ns_max / 1000);
+	ret |= state_u64(n, "retired-bytes", r->retired_bytes);
+	ret |= state_u64(n, "freed-bytes", r->freed_bytes);
+	ret |= state_u64(n, "pending-bytes", r->pending_bytes);
+	ret |= state_u64(n, "peak-pending-bytes", r->peak_pending);
+	ret |= state_u64(n, "retired-objects", r->retired_objects);
+	ret |= state_u64(n, "background-batches", r->background_batches);
+	return ret;
+}
+
+/* Resident and peak resident bytes of this process. */
+static void state_rss(uint64_t *rss, uint64_t *peak)
+{
+	unsigned long pages = 0, res = 0;
+	struct rusage ru;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	*rss = *peak = 0;
+	if (f) {
+		if (fscanf(f, "%lu %lu", &pages, &res) == 2)
+			*rss = (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+		fclose(f);
+	}
+	if (!getrusage(RUSAGE_SELF, &ru))
+		*peak = (uint64_t)ru.ru_maxrss * 1024;
+}
+
+static int state_memory(struct lyd_node *st, const struct mem_stats *m)
+{
+	struct lyd_node *n = state_inner(st, "memory");
+	uint64_t rss, peak;
+	int ret = 0;
+
+	if (!n)
+		return -1;
+	for (unsigned int c = 0; c < MEM_CLASS_MAX && !ret; c++) {
+		struct lyd_node *cl;
+
+		ret = lyd_new_list(n, NULL, "class", 0, &cl, state_mem_names[c]) != LY_SUCCESS;
+		ret = ret ? ret : state_u64(cl, "bytes", m->cls[c].bytes);
+		ret = ret ? ret : state_u64(cl, "objects", m->cls[c].objects);
+	}
+	state_rss(&rss, &peak);
+	ret |= state_u64(n, "live-bytes", m->live_bytes);
+	ret |= state_u64(n, "slab-bytes", m->slab_bytes);
+	ret |= state_u64(n, "slab-free-bytes", m->slab_free_bytes);
+	ret |= state_u64(n, "resident-bytes", rss);
+	ret |= state_u64(n, "peak-resident-bytes", peak);
+	return ret;
+}
+
+static int state_ingest(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lcfibd_ingest *in = &d->ingest;
+	struct lyd_node *n = state_inner(st, "ingest"), *l;
+	int ret;
+
+	if (!n)
+		return -1;
+	ret = state_u64(n, "updates-applied", __atomic_load_n(&in->applied, __ATOMIC_RELAXED));
+	ret |= state_u64(n, "updates-rejected", __atomic_load_n(&in->rejected, __ATOMIC_RELAXED));
+	ret |= state_u64(n, "rate", d->rate);
+	pthread_mutex_lock(&in->lock);
+	ret |= state_u64(n, "loads", in->loads);
+	ret |= state_u64(n, "loads-failed", in->loads_failed);
+	if (in->last_error[0])
+		ret |= state_term(n, "last-error", "%s", in->last_error);
+	if (in->phase) {
+		l = state_inner(n, "load");
+		ret |= l ? 0 : -1;
+		if (l) {
+			ret |= state_term(l, "file", "%s", in->file);
+			ret |= state_term(l, "phase", "%s", in->phase);
+			ret |= state_u64(l, "done", in->done);
+			ret |= state_u64(l, "total", in->total);
+		}
+	}
+	if (in->last_file[0]) {
+		l = state_inner(n, "last-load");
+		ret |= l ? 0 : -1;
+		if (l) {
+			ret |= state_term(l, "file", "%s", in->last_file);
+			ret |= state_u64(l, "routes", in->last_routes);
+			ret |= state_u64(l, "skipped", in->last_skipped);
+			ret |= state_u64(l, "duration", in->last_duration_us);
+			ret |= state_u64(l, "rate", in->last_rate);
+		}
+	}
+	pthread_mutex_unlock(&in->lock);
+	return ret;
+}
+
+static int state_control(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lyd_node *n = state_inner(st, "control");
+	int ret;
+
+	if (!n)
+		return -1;
+	ret = state_u64(n, "clients", d->ctl.clients);
+	ret |= state_u64(n, "requests", d->ctl.requests);
+	ret |= state_u64(n, "errors", d->ctl.errors);
+	ret |= state_u64(n, "bad-frames", d->ctl.bad_frames);
+	ret |= state_u64(n, "denied", d->ctl.denied);
+	ret |= state_u64(n, "config-writes", d->ctl.config_writes);
+	return ret;
+}
+
+int state_build(struct lcfibd *d, struct lyd_node *top)
+{
+	struct lyd_node *st = state_inner(top, "state");
+	struct fib_state fs;
+	int ret;
+
+	if (!st)
+		return -1;
+	fib_get_state(d->fib, &fs);
+	ret = state_daemon(d, st);
+	ret |= state_routes(st, &fs);
+	fib_read_lock();
+	for (unsigned int i = 0; !ret; i++) {
+		const struct fib_table *tb = fib_table_at_rcu(d->fib, i);
+
+		if (!tb)
+			break;
+		ret = state_table(st, tb);
+	}
+	fib_read_unlock();
+	ret |= state_reclaim(st, &fs.reclaim);
+	ret |= state_memory(st, &fs.mem);
+	ret |= state_ingest(d, st);
+	ret |= state_control(d, st);
+	return ret ? -1 : 0;
+}

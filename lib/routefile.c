@@ -1,0 +1,1654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Route files. Lines are cut with memchr() and parsed in place by a
+ * hand-written tokenizer: a full table (a million lines) parses in a
+ * fraction of a second, with no allocation per line. What a line says is
+ * kept as a 48-byte op; its nexthop paths go to a side array where equal
+ * path sets are stored once (the routes of a full table share a handful).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/ifname.h"
+#include "lib/routefile.h"
+
+#define RF_QUOTE_MAX 48              /* bytes of a token quoted in a message */
+#define RF_READ_CHUNK (4u << 20)     /* routefile_read_file()'s read() size */
+#define RF_NONE      UINT32_MAX     /* no entry in a side array */
+#define RF_IFCACHE   4              /* interface names a file's parse remembers */
+#define RF_STR_(x)   #x
+#define RF_STR(x)    RF_STR_(x)
+
+/* ------------------------------------------------------------ compact ops */
+
+#define RF_OP_DEL  0x1 /* a delete, else an add */
+#define RF_OP_NHID 0x2 /* nh is a nexthop object's id, not a path index */
+
+/* One parsed line: 48 bytes, since a whole file's ops are held at once. */
+struct rf_op {
+	uint8_t addr[16]; /* network order, as struct addr's bytes */
+	uint64_t line;
+	uint32_t table, metric;
+	uint32_t nh; /* n_paths > 0: first path in rf->paths; RF_OP_NHID: the id */
+	uint8_t family, plen, type, proto;
+	uint8_t scope, n_paths, flags, kind; /* flags: FIB_F_*; kind: RF_OP_* */
+};
+
+_Static_assert(sizeof(struct rf_op) == 48, "a full table holds a million ops");
+
+/*
+ * What an applied op changed, kept until the apply ends: the route that
+ * went in (16 bytes) and, rarely (replace, delete), the one that came out,
+ * in a side array. The prefix and table are the op's.
+ */
+struct rf_undo {
+	struct fib_route added;
+	uint32_t removed; /* index in rf->removed, or RF_NONE */
+	uint8_t at;
+	uint8_t has_added;
+};
+
+_Static_assert(sizeof(struct rf_undo) == 24, "the journal costs 24 bytes per op");
+
+/* A set of paths stored once in rf->paths, found again by its hash. */
+struct rf_pathset {
+	uint32_t start, hash;
+	uint32_t n; /* 0: an empty slot */
+};
+
+struct rf_bad {
+	uint64_t line;
+	uint32_t col;
+	uint32_t msg; /* offset in rf->msgs */
+};
+
+struct rf_ifcache {
+	char name[IF_NAMESIZE];
+	uint32_t ifindex;
+};
+
+struct routefile {
+	struct routefile_opts opts; /* opts.name is owned */
+
+	struct rf_op *ops;
+	uint64_t n_ops, cap_ops;
+
+	struct nh_path *paths; /* path sets, each stored once */
+	uint32_t n_paths, cap_paths;
+	struct rf_pathset *sets; /* open addressing, at most half full */
+	uint32_t n_sets, cap_sets;
+	uint32_t last_start, last_n; /* the last set interned: routes come in runs */
+
+	struct rf_bad *bad;
+	uint64_t n_bad, cap_bad; /* n_bad counts all; at most ROUTEFILE_BAD_KEEP kept */
+	uint64_t bad_kept;
+	char *msgs;
+	uint64_t msgs_len, msgs_cap;
+
+	char *carry; /* a line cut by the end of a feed */
+	size_t carry_len;
+	bool carry_long; /* ... longer than ROUTEFILE_LINE_MAX: its bytes were dropped */
+
+	uint64_t lines;
+	bool broken;  /* out of memory while feeding: the parse is incomplete */
+	bool applied; /* routefile_apply() ran */
+	struct rf_ifcache ifc[RF_IFCACHE];
+	unsigned int ifc_next;
+	struct nh_path scratch[NH_MAX_PATHS]; /* one line's paths */
+	struct errbuf err;                    /* one line's message */
+
+	/* The apply's undo journal. */
+	struct rf_undo *journal;
+	struct fib_route *removed;
+	uint64_t n_removed, cap_removed;
+};
+
+/*
+ * @arr of @size-byte items, grown to hold @need (doubling from @first, so
+ * pushes are amortized O(1)); NULL when out of memory, @arr unchanged.
+ */
+static void *rf_grow(void *arr, uint64_t *cap, uint64_t need, size_t size, uint64_t first)
+{
+	uint64_t n = *cap ? *cap : first;
+	void *p;
+
+	if (need <= *cap)
+		return arr;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / size)
+		return NULL;
+	p = realloc(arr, n * size);
+	if (p)
+		*cap = n;
+	return p;
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+/* The line being parsed and where the parse stands. */
+struct rf_parser {
+	const char *line, *p, *end;
+	int family;            /* the family prefixes must have, or AF_UNSPEC */
+	struct nh_path *paths; /* NH_MAX_PATHS of scratch */
+	struct routefile *rf;  /* for its interface cache; NULL: none */
+	struct errbuf *err;
+	unsigned int col; /* of the error */
+};
+
+struct rf_tok {
+	const char *s;
+	unsigned int len; /* 0: the end of the line, at s */
+};
+
+/* printf arguments for "%.*s" of a token, cut to RF_QUOTE_MAX bytes. */
+#define RF_TOK(t) (int)((t)->len < RF_QUOTE_MAX ? (t)->len : RF_QUOTE_MAX), (t)->s
+
+enum { RF_WORD, RF_BLANK, RF_HASH };
+
+/* What a byte is to the tokenizer: blanks split words, '#' ends the line. */
+static const uint8_t rf_cls[256] = {
+	[' '] = RF_BLANK, ['\t'] = RF_BLANK, ['\r'] = RF_BLANK, ['\n'] = RF_BLANK,
+	['\v'] = RF_BLANK, ['\f'] = RF_BLANK, ['#'] = RF_HASH,
+};
+
+/* The next word in @t; false (and an empty @t where the line ends) at the end. */
+static bool rf_next(struct rf_parser *pp, struct rf_tok *t)
+{
+	const char *p = pp->p, *end = pp->end;
+
+	while (p < end && rf_cls[(uint8_t)*p] == RF_BLANK)
+		p++;
+	t->s = p;
+	if (p == end || *p == '#') {
+		t->len = 0;
+		pp->p = pp->end = p;
+		return false;
+	}
+	while (p < end && rf_cls[(uint8_t)*p] == RF_WORD)
+		p++;
+	t->len = (unsigned int)(p - t->s);
+	pp->p = p;
+	return true;
+}
+
+static bool rf_is(const struct rf_tok *t, const char *word)
+{
+	size_t n = strlen(word);
+
+	return t->len == n && memcmp(t->s, word, n) == 0;
+}
+
+static bool rf_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Sets the error's column to @at and its message; returns -EINVAL. */
+static int __attribute__((format(printf, 3, 4)))
+rf_fail(struct rf_parser *pp, const char *at, const char *fmt, ...)
+{
+	va_list ap;
+
+	pp->col = (unsigned int)(at - pp->line) + 1;
+	if (pp->err) {
+		va_start(ap, fmt);
+		vsnprintf(pp->err->msg, sizeof(pp->err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* "expected WHAT after 'PREV', got 'T'" (or "got end of line"), at @t. */
+static int rf_expected(struct rf_parser *pp, const struct rf_tok *t, const struct rf_tok *prev,
+		       const char *what)
+{
+	char after[RF_QUOTE_MAX + 16] = "";
+
+	if (prev && prev->len)
+		snprintf(after, sizeof(after), " after '%.*s'", RF_TOK(prev));
+	if (!t->len)
+		return rf_fail(pp, t->s, "expected %s%s, got end of line", what, after);
+	return rf_fail(pp, t->s, "expected %s%s, got '%.*s'", what, after, RF_TOK(t));
+}
+
+/* The value after keyword @kw in @v: a missing one is an error naming @what. */
+static int rf_value(struct rf_parser *pp, const struct rf_tok *kw, struct rf_tok *v,
+		    const char *what)
+{
+	if (!rf_next(pp, v))
+		return rf_expected(pp, v, kw, what);
+	return 0;
+}
+
+/* A decimal (or 0x hexadecimal) number up to @max, as iproute2's get_u32 takes. */
+static bool rf_number(const struct rf_tok *t, uint32_t max, uint32_t *out)
+{
+	const char *s = t->s, *end = t->s + t->len;
+	unsigned int base = 10;
+	uint64_t v = 0;
+
+	if (t->len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (s == end)
+		return false;
+	for (; s < end; s++) {
+		unsigned int d;
+
+		if (rf_digit(*s))
+			d = (unsigned int)(*s - '0');
+		else if (base == 16 && ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f'))
+			d = (unsigned int)((*s | 0x20) - 'a' + 10);
+		else
+			return false;
+		v = v * base + d;
+		if (v > max)
+			return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* A number, or a name from @names (a NULL-terminated list of name, value pairs). */
+struct rf_name {
+	const char *name;
+	uint32_t value;
+};
+
+static bool rf_named(const struct rf_tok *t, const struct rf_name *names, uint32_t max,
+		     uint32_t *out)
+{
+	for (; names && names->name; names++) {
+		if (rf_is(t, names->name)) {
+			*out = names->value;
+			return true;
+		}
+	}
+	return rf_number(t, max, out);
+}
+
+/* ------------------------------------------------------------- addresses */
+
+/*
+ * A dotted quad as inet_pton() takes it (four parts, no leading zeros):
+ * the common case of a route file, so without a copy or a library call.
+ */
+static bool rf_ip4(const char *s, const char *end, uint8_t b[4])
+{
+	for (unsigned int i = 0; i < 4; i++) {
+		unsigned int v = 0, nd = 0;
+
+		if (i && (s == end || *s++ != '.'))
+			return false;
+		for (; s < end && rf_digit(*s) && nd < 3; nd++)
+			v = v * 10 + (unsigned int)(*s++ - '0');
+		if (!nd || v > 255 || (nd > 1 && s[-(int)nd] == '0'))
+			return false;
+		b[i] = (uint8_t)v;
+	}
+	return s == end;
+}
+
+/* An address of @family (AF_UNSPEC: either) in @b; its family in *@fam. */
+static bool rf_addr(const char *s, const char *end, int family, uint8_t b[16], uint8_t *fam)
+{
+	char buf[INET6_ADDRSTRLEN];
+	size_t n = (size_t)(end - s);
+
+	memset(b, 0, 16);
+	if (family != AF_INET6 && rf_ip4(s, end, b)) {
+		*fam = AF_INET;
+		return true;
+	}
+	if (family == AF_INET || n >= sizeof(buf) || !memchr(s, ':', n))
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET6, buf, b) != 1)
+		return false;
+	*fam = AF_INET6;
+	return true;
+}
+
+static bool rf_host_bits(const uint8_t *b, unsigned int bits, unsigned int plen)
+{
+	unsigned int i = plen / 8;
+
+	if (plen >= bits)
+		return false;
+	if (b[i] & (0xffu >> (plen % 8)))
+		return true;
+	while (++i < bits / 8) {
+		if (b[i])
+			return true;
+	}
+	return false;
+}
+
+static int rf_host_bits_fail(struct rf_parser *pp, const struct rf_tok *t, const struct rf_op *op)
+{
+	struct addr_prefix p;
+	char buf[ADDR_STRLEN];
+
+	memset(&p, 0, sizeof(p));
+	p.a.family = op->family;
+	memcpy(p.a.b, op->addr, sizeof(p.a.b));
+	p.plen = op->plen;
+	addr_mask(&p.a, p.plen);
+	addr_prefix_format(&p, buf, sizeof(buf));
+	return rf_fail(pp, t->s, "'%.*s' has host bits set past /%u (did you mean %s?)", RF_TOK(t),
+		       op->plen, buf);
+}
+
+/*
+ * ADDR/LEN, ADDR (a host prefix) or default/any/all into @op. A default
+ * gets the parser's family, or none yet (the caller settles it).
+ */
+static int rf_prefix(struct rf_parser *pp, const struct rf_tok *t, const struct rf_tok *prev,
+		     struct rf_op *op)
+{
+	const char *end = t->s + t->len, *slash = memchr(t->s, '/', t->len);
+	unsigned int bits, plen = 0, nd = 0;
+	uint8_t fam;
+
+	if (rf_is(t, "default") || rf_is(t, "any") || rf_is(t, "all")) {
+		memset(op->addr, 0, sizeof(op->addr));
+		op->family = (uint8_t)pp->family;
+		op->plen = 0;
+		return 0;
+	}
+	if (!rf_addr(t->s, slash ? slash : end, AF_UNSPEC, op->addr, &fam))
+		return rf_expected(pp, t, prev, "a prefix");
+	if (pp->family && fam != pp->family)
+		return rf_expected(pp, t, prev,
+				   pp->family == AF_INET ? "an IPv4 prefix" : "an IPv6 prefix");
+	bits = fam == AF_INET ? 32 : 128;
+	if (slash) {
+		const char *s = slash + 1;
+
+		for (; s < end && rf_digit(*s) && nd < 3; nd++)
+			plen = plen * 10 + (unsigned int)(*s - '0'), s++;
+		if (!nd || s != end || plen > bits)
+			return rf_fail(pp, slash + 1,
+				       "expected a prefix length 0..%u after '/' in '%.*s'", bits,
+				       RF_TOK(t));
+	} else {
+		plen = bits;
+	}
+	op->family = fam;
+	op->plen = (uint8_t)plen;
+	if (rf_host_bits(op->addr, bits, plen))
+		return rf_host_bits_fail(pp, t, op);
+	return 0;
+}
+
+/* The ifindex of the name in @t: remembered for a file, since if_nametoindex() is a syscall. */
+static int rf_ifindex(struct rf_parser *pp, const struct rf_tok *kw, const struct rf_tok *t,
+		      uint32_t *ifindex)
+{
+	struct routefile *rf = pp->rf;
+	char name[IF_NAMESIZE];
+	int ret;
+
+	if (t->len >= IF_NAMESIZE)
+		return rf_expected(pp, t, kw, "an interface name of 1 to 15 characters");
+	memcpy(name, t->s, t->len);
+	name[t->len] = '\0';
+	for (unsigned int i = 0; rf && i < RF_IFCACHE; i++) {
+		if (rf->ifc[i].ifindex && strcmp(rf->ifc[i].name, name) == 0) {
+			*ifindex = rf->ifc[i].ifindex;
+			return 0;
+		}
+	}
+	ret = ifname_resolve(name, ifindex, pp->err);
+	if (ret) {
+		pp->col = (unsigned int)(t->s - pp->line) + 1;
+		return ret == -ENOMEM ? ret : -EINVAL;
+	}
+	if (rf) {
+		struct rf_ifcache *c = &rf->ifc[rf->ifc_next++ % RF_IFCACHE];
+
+		memcpy(c->name, name, sizeof(name));
+		c->ifindex = *ifindex;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- plain lines */
+
+/* A gateway of the prefix's family in @path. */
+static int rf_gateway(struct rf_parser *pp, const struct rf_tok *t, const struct rf_tok *prev,
+		      int family, struct nh_path *path)
+{
+	uint8_t fam;
+
+	if (!rf_addr(t->s, t->s + t->len, family, (uint8_t *)&path->gw, &fam))
+		return rf_expected(pp, t, prev,
+				   family == AF_INET    ? "an IPv4 gateway"
+				   : family == AF_INET6 ? "an IPv6 gateway"
+							: "a gateway address");
+	path->gw_family = fam;
+	return 0;
+}
+
+static void rf_path_init(struct nh_path *path)
+{
+	memset(path, 0, sizeof(*path));
+	path->weight = 1;
+}
+
+/* PREFIX [GATEWAY] [dev IF]: an add; with neither gateway nor device, a blackhole. */
+static int rf_parse_plain(struct rf_parser *pp, const struct rf_tok *first, struct rf_op *op)
+{
+	struct nh_path *path = &pp->paths[0];
+	struct rf_tok t, prev = *first;
+	int ret;
+
+	ret = rf_prefix(pp, first, NULL, op);
+	if (ret)
+		return ret;
+	op->flags = FIB_F_CREATE | FIB_F_EXCL;
+	op->proto = ROUTEFILE_PROTO_BOOT;
+	op->type = FIB_RT_BLACKHOLE;
+	if (!rf_next(pp, &t))
+		goto done;
+	rf_path_init(path);
+	op->type = FIB_RT_UNICAST;
+	op->n_paths = 1;
+	if (!rf_is(&t, "dev")) {
+		ret = rf_gateway(pp, &t, &prev, op->family, path);
+		if (ret)
+			return ret;
+		prev = t;
+		if (!rf_next(pp, &t))
+			goto done;
+		if (!rf_is(&t, "dev"))
+			return rf_expected(pp, &t, &prev, "'dev' or end of line");
+	}
+	prev = t;
+	ret = rf_value(pp, &prev, &t, "an interface name");
+	if (!ret)
+		ret = rf_ifindex(pp, &prev, &t, &path->ifindex);
+	if (ret)
+		return ret;
+	prev = t;
+	if (rf_next(pp, &t))
+		return rf_expected(pp, &t, &prev, "end of line");
+done:
+	if (!op->family)
+		op->family = op->n_paths && path->gw_family ? path->gw_family : AF_INET;
+	return 0;
+}
+
+/* ----------------------------------------------------------- batch lines */
+
+/* Keywords a line may give once. */
+enum {
+	RF_SEEN_PREFIX = 1 << 0,
+	RF_SEEN_TYPE = 1 << 1,
+	RF_SEEN_METRIC = 1 << 2,
+	RF_SEEN_TABLE = 1 << 3,
+	RF_SEEN_PROTO = 1 << 4,
+	RF_SEEN_SCOPE = 1 << 5,
+	RF_SEEN_NHID = 1 << 6,
+	RF_SEEN_VIA = 1 << 7, /* these three: of the route's own path, or of a nexthop */
+	RF_SEEN_DEV = 1 << 8,
+	RF_SEEN_WEIGHT = 1 << 9,
+};
+
+/* Where a batch line's attributes stand. */
+struct rf_attrs {
+	unsigned int seen;    /* route-level RF_SEEN_* */
+	unsigned int nh_seen; /* the current nexthop's */
+	bool multipath;       /* a 'nexthop' came: via/dev/weight/onlink are a nexthop's */
+	bool own_path;        /* the route's own via/dev/onlink made paths[0] */
+	struct rf_tok type_tok, nhid_tok, nh_tok, last;
+	/* Per path: where its gateway was, and whether 'via inet6' said its family. */
+	const char *gw_at[NH_MAX_PATHS];
+	bool gw_named[NH_MAX_PATHS];
+};
+
+static const struct rf_name rf_tables[] = {
+	{ "main", FIB_TABLE_MAIN }, { "local", FIB_TABLE_LOCAL }, { "default", 253 }, { NULL, 0 }
+};
+
+static const struct rf_name rf_protos[] = {
+	{ "redirect", 1 }, { "kernel", 2 },     { "boot", 3 },    { "static", 4 },
+	{ "gated", 8 },    { "ra", 9 },         { "mrt", 10 },    { "zebra", 11 },
+	{ "bird", 12 },    { "dnrouted", 13 },  { "xorp", 14 },   { "ntk", 15 },
+	{ "dhcp", 16 },    { "keepalived", 18 }, { "babel", 42 },  { "openr", 99 },
+	{ "bgp", 186 },    { "isis", 187 },     { "ospf", 188 },  { "rip", 189 },
+	{ "eigrp", 192 },  { NULL, 0 }
+};
+
+static const struct rf_name rf_scopes[] = {
+	{ "global", 0 }, { "universe", 0 }, { "site", 200 }, { "link", 253 },
+	{ "host", 254 }, { "nowhere", 255 }, { NULL, 0 }
+};
+
+/* Attributes of `ip route` this FIB does not model: refused, not dropped. */
+static const char *const rf_unsupported[] = {
+	"src",     "from",     "mtu",      "advmss",    "hoplimit", "realm",  "realms",
+	"expires", "rtt",      "rttvar",   "rto_min",   "reordering", "window", "cwnd",
+	"ssthresh", "initcwnd", "initrwnd", "features", "quickack", "congctl", "pref",
+	"encap",   "tos",      "dsfield",  "lock",      "ttl-propagate", "fastopen_no_cookie",
+	"mpath",   "equalize", "notify",   "nexthop_id", NULL
+};
+
+static bool rf_is_unsupported(const struct rf_tok *t)
+{
+	for (const char *const *w = rf_unsupported; *w; w++) {
+		if (rf_is(t, *w))
+			return true;
+	}
+	return false;
+}
+
+static int rf_once(struct rf_parser *pp, unsigned int *seen, unsigned int bit,
+		   const struct rf_tok *kw)
+{
+	if (*seen & bit)
+		return rf_fail(pp, kw->s, "'%.*s' is given twice", RF_TOK(kw));
+	*seen |= bit;
+	return 0;
+}
+
+/* A route-level number or name after @kw, within @max. */
+static int rf_attr_value(struct rf_parser *pp, struct rf_attrs *a, unsigned int bit,
+			 const struct rf_tok *kw, const struct rf_name *names, uint32_t max,
+			 const char *what, uint32_t *out)
+{
+	struct rf_tok v;
+	int ret = rf_once(pp, &a->seen, bit, kw);
+
+	if (!ret)
+		ret = rf_value(pp, kw, &v, what);
+	if (!ret && !rf_named(&v, names, max, out))
+		ret = rf_expected(pp, &v, kw, what);
+	if (!ret)
+		a->last = v;
+	return ret;
+}
+
+/* The path that via/dev/onlink at @kw apply to: the current nexthop's, or the route's own. */
+static int rf_cur_path(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+		       const struct rf_tok *kw, unsigned int *i)
+{
+	if (!a->multipath && !a->own_path) {
+		if (a->seen & RF_SEEN_NHID)
+			return rf_fail(pp, kw->s, "'%.*s' cannot be combined with 'nhid'",
+				       RF_TOK(kw));
+		rf_path_init(&pp->paths[0]);
+		op->n_paths = 1;
+		a->own_path = true;
+		a->nh_seen = 0;
+	}
+	*i = op->n_paths - 1u;
+	return 0;
+}
+
+/* via [inet|inet6] GW */
+static int rf_attr_via(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+		       const struct rf_tok *kw)
+{
+	struct rf_tok v, prev = *kw;
+	int family = AF_UNSPEC;
+	unsigned int i;
+	int ret;
+
+	ret = rf_cur_path(pp, a, op, kw, &i);
+	if (!ret)
+		ret = rf_once(pp, &a->nh_seen, RF_SEEN_VIA, kw);
+	if (!ret)
+		ret = rf_value(pp, kw, &v, "a gateway address");
+	if (ret)
+		return ret;
+	if (rf_is(&v, "inet") || rf_is(&v, "inet6")) {
+		family = v.len == 4 ? AF_INET : AF_INET6;
+		prev = v;
+		ret = rf_value(pp, &prev, &v, family == AF_INET ? "an IPv4 address" : "an IPv6 address");
+		if (ret)
+			return ret;
+	}
+	ret = rf_gateway(pp, &v, &prev, family, &pp->paths[i]);
+	if (ret)
+		return ret;
+	a->gw_at[i] = v.s;
+	a->gw_named[i] = family != AF_UNSPEC;
+	a->last = v;
+	return 0;
+}
+
+static int rf_attr_dev(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+		       const struct rf_tok *kw)
+{
+	struct rf_tok v;
+	unsigned int i;
+	int ret;
+
+	ret = rf_cur_path(pp, a, op, kw, &i);
+	if (!ret)
+		ret = rf_once(pp, &a->nh_seen, RF_SEEN_DEV, kw);
+	if (!ret)
+		ret = rf_value(pp, kw, &v, "an interface name");
+	if (!ret)
+		ret = rf_ifindex(pp, kw, &v, &pp->paths[i].ifindex);
+	if (!ret)
+		a->last = v;
+	return ret;
+}
+
+static int rf_attr_onlink(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+			  const struct rf_tok *kw)
+{
+	unsigned int i;
+	int ret = rf_cur_path(pp, a, op, kw, &i);
+
+	if (!ret)
+		pp->paths[i].flags |= NH_F_ONLINK;
+	return ret;
+}
+
+static int rf_attr_weight(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+			  const struct rf_tok *kw)
+{
+	struct rf_tok v;
+	uint32_t w;
+	int ret;
+
+	if (!a->multipath)
+		return rf_fail(pp, kw->s, "'weight' belongs to a 'nexthop'");
+	ret = rf_once(pp, &a->nh_seen, RF_SEEN_WEIGHT, kw);
+	if (!ret)
+		ret = rf_value(pp, kw, &v, "a weight 1..256");
+	if (ret)
+		return ret;
+	if (!rf_number(&v, 256, &w) || w == 0)
+		return rf_expected(pp, &v, kw, "a weight 1..256");
+	pp->paths[op->n_paths - 1].weight = (uint16_t)w;
+	a->last = v;
+	return 0;
+}
+
+/* A nexthop must say where it goes. */
+static int rf_nexthop_check(struct rf_parser *pp, struct rf_attrs *a)
+{
+	if (a->multipath && !(a->nh_seen & (RF_SEEN_VIA | RF_SEEN_DEV)))
+		return rf_fail(pp, a->nh_tok.s, "expected 'via' or 'dev' in this 'nexthop'");
+	return 0;
+}
+
+static int rf_attr_nexthop(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+			   const struct rf_tok *kw)
+{
+	int ret;
+
+	if (a->own_path)
+		return rf_fail(pp, kw->s, "'nexthop' cannot follow the route's own 'via' or 'dev'");
+	if (a->seen & RF_SEEN_NHID)
+		return rf_fail(pp, kw->s, "'nexthop' cannot be combined with 'nhid'");
+	ret = rf_nexthop_check(pp, a);
+	if (ret)
+		return ret;
+	if (op->n_paths == NH_MAX_PATHS)
+		return rf_fail(pp, kw->s, "more than %u nexthops", NH_MAX_PATHS);
+	rf_path_init(&pp->paths[op->n_paths++]);
+	a->multipath = true;
+	a->nh_seen = 0;
+	a->nh_tok = *kw;
+	return 0;
+}
+
+static int rf_attr_nhid(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+			const struct rf_tok *kw)
+{
+	int ret;
+
+	if (op->n_paths)
+		return rf_fail(pp, kw->s, "'nhid' cannot be combined with 'via', 'dev' or 'nexthop'");
+	ret = rf_attr_value(pp, a, RF_SEEN_NHID, kw, NULL, UINT32_MAX, "a nexthop id", &op->nh);
+	if (ret)
+		return ret;
+	if (!op->nh)
+		return rf_expected(pp, &a->last, kw, "a nexthop id 1..4294967295");
+	op->kind |= RF_OP_NHID;
+	a->nhid_tok = *kw;
+	return 0;
+}
+
+/* The keywords of the route itself; 1 when @kw is none of them. */
+static int rf_attr(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+		   const struct rf_tok *kw)
+{
+	uint32_t v;
+	int ret;
+
+	if (rf_is(kw, "via"))
+		return rf_attr_via(pp, a, op, kw);
+	if (rf_is(kw, "dev") || rf_is(kw, "oif"))
+		return rf_attr_dev(pp, a, op, kw);
+	if (rf_is(kw, "metric") || rf_is(kw, "preference") || rf_is(kw, "priority"))
+		return rf_attr_value(pp, a, RF_SEEN_METRIC, kw, NULL, UINT32_MAX,
+				     "a metric 0..4294967295", &op->metric);
+	if (rf_is(kw, "table"))
+		return rf_attr_value(pp, a, RF_SEEN_TABLE, kw, rf_tables, UINT32_MAX,
+				     "a table (main, local, default or 0..4294967295)",
+				     &op->table);
+	if (rf_is(kw, "proto") || rf_is(kw, "protocol")) {
+		ret = rf_attr_value(pp, a, RF_SEEN_PROTO, kw, rf_protos, 255,
+				    "a protocol name or 0..255", &v);
+		op->proto = (uint8_t)v;
+		return ret;
+	}
+	if (rf_is(kw, "scope")) {
+		ret = rf_attr_value(pp, a, RF_SEEN_SCOPE, kw, rf_scopes, 255,
+				    "a scope (global, site, link, host, nowhere or 0..255)", &v);
+		op->scope = (uint8_t)v;
+		return ret;
+	}
+	if (rf_is(kw, "onlink"))
+		return rf_attr_onlink(pp, a, op, kw);
+	if (rf_is(kw, "weight"))
+		return rf_attr_weight(pp, a, op, kw);
+	if (rf_is(kw, "nexthop"))
+		return rf_attr_nexthop(pp, a, op, kw);
+	if (rf_is(kw, "nhid"))
+		return rf_attr_nhid(pp, a, op, kw);
+	return 1;
+}
+
+static bool rf_rtype(const struct rf_tok *t, uint8_t *type)
+{
+	char name[16];
+
+	if (t->len == 0 || t->len >= sizeof(name) || rf_digit(t->s[0]))
+		return false;
+	memcpy(name, t->s, t->len);
+	name[t->len] = '\0';
+	return fib_rtype_parse(name, type) == 0;
+}
+
+/* [TYPE] PREFIX after 'to', or a word where the prefix may be. */
+static int rf_attr_prefix(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
+			  struct rf_tok *t, const struct rf_tok *prev)
+{
+	struct rf_tok before = *prev;
+	int ret;
+
+	if (!(a->seen & RF_SEEN_TYPE) && rf_rtype(t, &op->type)) {
+		a->seen |= RF_SEEN_TYPE;
+		a->type_tok = *t;
+		before = *t;
+		rf_next(pp, t);
+	}
+	if (a->seen & RF_SEEN_PREFIX)
+		return rf_fail(pp, t->s, "a second prefix '%.*s'", RF_TOK(t));
+	ret = rf_prefix(pp, t, &before, op);
+	if (ret)
+		return ret;
+	a->seen |= RF_SEEN_PREFIX;
+	a->last = *t;
+	return 0;
+}
+
+/* Gateways of the other family: an IPv4 route may use 'via inet6' (RFC 5549), nothing else. */
+static int rf_check_gateways(struct rf_parser *pp, const struct rf_attrs *a, struct rf_op *op)
+{
+	for (unsigned int i = 0; i < op->n_paths; i++) {
+		const struct nh_path *p = &pp->paths[i];
+
+		if (!p->gw_family || p->gw_family == op->family)
+			continue;
+		if (op->family == AF_INET && a->gw_named[i])
+			continue;
+		if (op->family == AF_INET)
+			return rf_fail(pp, a->gw_at[i],
+				       "an IPv6 gateway for an IPv4 route needs 'via inet6'");
+		return rf_fail(pp, a->gw_at[i], "an IPv4 gateway for an IPv6 route");
+	}
+	return 0;
+}
+
+/* What a whole line must make sense as: its family, gateways, and type. */
+static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op)
+{
+	const struct rf_tok end = { pp->end, 0 };
+	int ret = rf_nexthop_check(pp, a);
+
+	if (ret)
+		return ret;
+	if (!(a->seen & RF_SEEN_PREFIX))
+		return rf_expected(pp, &end, &a->last, "a prefix");
+	/* A default without -4/-6 has its first gateway's family, as iproute2 gives it. */
+	if (!op->family)
+		op->family = op->n_paths && pp->paths[0].gw_family ? pp->paths[0].gw_family
+								   : AF_INET;
+	ret = rf_check_gateways(pp, a, op);
+	if (ret || (op->kind & RF_OP_DEL))
+		return ret;
+	if (op->n_paths && !pp->paths[op->n_paths - 1].gw_family &&
+	    !pp->paths[op->n_paths - 1].ifindex)
+		return rf_fail(pp, end.s, "expected 'via' or 'dev' for 'onlink'");
+	if (op->type >= FIB_RT_BLACKHOLE && (op->n_paths || (op->kind & RF_OP_NHID)))
+		return rf_fail(pp, a->type_tok.s, "a %.*s route takes no 'via', 'dev' or nexthop",
+			       RF_TOK(&a->type_tok));
+	if (op->type <= FIB_RT_UNICAST && !op->n_paths && !(op->kind & RF_OP_NHID))
+		return rf_expected(pp, &end, &a->last,
+				   "'via', 'dev', 'nexthop' or 'nhid' for a unicast route");
+	if (!op->type)
+		op->type = FIB_RT_UNICAST;
+	if (!(a->seen & RF_SEEN_PROTO))
+		op->proto = ROUTEFILE_PROTO_BOOT;
+	return 0;
+}
+
+static int rf_batch_attrs(struct rf_parser *pp, const struct rf_tok *cmd, struct rf_op *op)
+{
+	struct rf_attrs a;
+	struct rf_tok t;
+	int ret;
+
+	a.seen = a.nh_seen = 0;
+	a.multipath = a.own_path = false;
+	a.last = *cmd;
+	while (rf_next(pp, &t)) {
+		struct rf_tok prev = a.last;
+
+		a.last = t;
+		ret = rf_attr(pp, &a, op, &t);
+		if (ret <= 0) {
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (rf_is_unsupported(&t))
+			return rf_fail(pp, t.s, "'%.*s' is not supported", RF_TOK(&t));
+		if (rf_is(&t, "to")) {
+			prev = t;
+			if (!rf_next(pp, &t))
+				return rf_expected(pp, &t, &prev, "a prefix");
+			ret = rf_attr_prefix(pp, &a, op, &t, &prev);
+		} else if (!(a.seen & RF_SEEN_PREFIX)) {
+			ret = rf_attr_prefix(pp, &a, op, &t, &prev);
+		} else {
+			return rf_expected(pp, &t, &prev,
+					   "a route attribute (via, dev, metric, table, proto, "
+					   "scope, onlink, nexthop, nhid)");
+		}
+		if (ret)
+			return ret;
+	}
+	return rf_batch_finish(pp, &a, op);
+}
+
+struct rf_cmd {
+	const char *name;
+	uint8_t flags, kind;
+};
+
+static const struct rf_cmd rf_cmds[] = {
+	{ "add", FIB_F_CREATE | FIB_F_EXCL, 0 },
+	{ "replace", FIB_F_CREATE | FIB_F_REPLACE, 0 },
+	{ "append", FIB_F_CREATE | FIB_F_APPEND, 0 },
+	{ "prepend", FIB_F_CREATE, 0 },
+	{ "change", FIB_F_REPLACE, 0 },
+	{ "del", 0, RF_OP_DEL },
+	{ "delete", 0, RF_OP_DEL },
+	{ NULL, 0, 0 },
+};
+
+static const struct rf_cmd *rf_cmd_find(const struct rf_tok *t)
+{
+	for (const struct rf_cmd *c = rf_cmds; c->name; c++) {
+		if (rf_is(t, c->name))
+			return c;
+	}
+	return NULL;
+}
+
+/* 'route' as iproute2 abbreviates it. */
+static bool rf_is_route_word(const struct rf_tok *t)
+{
+	return t->len >= 1 && t->len <= 5 && memcmp(t->s, "route", t->len) == 0;
+}
+
+/* Whether the first word of a line makes it a batch line (the auto format). */
+static bool rf_is_batch_word(const struct rf_tok *t)
+{
+	if (t->len < 2 || rf_digit(t->s[0]))
+		return false;
+	return rf_is(t, "ip") || rf_is(t, "route") || rf_is(t, "-4") || rf_is(t, "-6") ||
+	       rf_cmd_find(t) != NULL;
+}
+
+static int rf_family_opt(struct rf_parser *pp, const struct rf_tok *t)
+{
+	int family = t->s[1] == '4' ? AF_INET : AF_INET6;
+
+	if (pp->family && pp->family != family)
+		return rf_fail(pp, t->s, "'%.*s' contradicts the family given before", RF_TOK(t));
+	pp->family = family;
+	return 0;
+}
+
+/* [ip] [-4|-6] [route] CMD ATTRS... */
+static int rf_parse_batch(struct rf_parser *pp, const struct rf_tok *first, struct rf_op *op)
+{
+	struct rf_tok t = *first, prev = { first->s, 0 };
+	const struct rf_cmd *cmd;
+	bool ip = rf_is(&t, "ip");
+	int ret;
+
+	if (ip) {
+		prev = t;
+		rf_next(pp, &t);
+	}
+	while (rf_is(&t, "-4") || rf_is(&t, "-6")) {
+		ret = rf_family_opt(pp, &t);
+		if (ret)
+			return ret;
+		prev = t;
+		rf_next(pp, &t);
+	}
+	if (t.len && rf_is_route_word(&t)) {
+		prev = t;
+		rf_next(pp, &t);
+	} else if (ip) {
+		return rf_expected(pp, &t, &prev, "'route'");
+	}
+	cmd = rf_cmd_find(&t);
+	if (!cmd)
+		return rf_expected(pp, &t, &prev,
+				   "a command (add, del, replace, append, prepend, change)");
+	op->flags = cmd->flags;
+	op->kind = cmd->kind;
+	return rf_batch_attrs(pp, &t, op);
+}
+
+static void rf_parser_init(struct rf_parser *pp, const char *s, size_t len, int family,
+			   struct nh_path *paths, struct routefile *rf, struct errbuf *err)
+{
+	pp->line = pp->p = s;
+	pp->end = s + len;
+	pp->family = family;
+	pp->paths = paths;
+	pp->rf = rf;
+	pp->err = err;
+	pp->col = 0;
+}
+
+/* One line into @op (zeroed by the caller); -ENODATA when it holds nothing. */
+static int rf_parse_line(struct rf_parser *pp, enum routefile_format format, struct rf_op *op)
+{
+	struct rf_tok t;
+
+	if (!rf_next(pp, &t))
+		return -ENODATA;
+	if (format == ROUTEFILE_BATCH || (format == ROUTEFILE_AUTO && rf_is_batch_word(&t)))
+		return rf_parse_batch(pp, &t, op);
+	return rf_parse_plain(pp, &t, op);
+}
+
+static void rf_op_rcfg(const struct rf_op *op, const struct nh_path *paths, struct fib_rcfg *rc)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->dst.a.family = op->family;
+	memcpy(rc->dst.a.b, op->addr, sizeof(op->addr));
+	rc->dst.plen = op->plen;
+	rc->table = op->table;
+	rc->type = op->type;
+	rc->proto = op->proto;
+	rc->scope = op->scope;
+	rc->metric = op->metric;
+	rc->flags = op->flags;
+	if (op->kind & RF_OP_NHID) {
+		rc->nh_id = op->nh;
+	} else if (op->n_paths) {
+		rc->n_paths = op->n_paths;
+		rc->paths = paths;
+	}
+}
+
+int routefile_parse_route(const char *line, int family, struct routefile_route *out,
+			  unsigned int *col, struct errbuf *err)
+{
+	struct rf_parser pp;
+	struct rf_op op;
+	int ret;
+
+	if (family != AF_UNSPEC && family != AF_INET && family != AF_INET6) {
+		err_set(err, "address family %d is neither IPv4 nor IPv6", family);
+		return -EINVAL;
+	}
+	memset(&op, 0, sizeof(op));
+	rf_parser_init(&pp, line, strlen(line), family, out->paths, NULL, err);
+	ret = rf_parse_line(&pp, ROUTEFILE_BATCH, &op);
+	if (ret == -ENODATA)
+		return ret;
+	if (ret) {
+		if (col)
+			*col = pp.col;
+		err_prefix(err, "column %u", pp.col);
+		return ret;
+	}
+	out->op = (op.kind & RF_OP_DEL) ? ROUTEFILE_DEL : ROUTEFILE_ADD;
+	rf_op_rcfg(&op, out->paths, &out->rc);
+	return 0;
+}
+
+/* ------------------------------------------------------------- the file */
+
+struct routefile *routefile_new(const struct routefile_opts *o)
+{
+	struct routefile *rf;
+
+	if (o->format > ROUTEFILE_PLAIN ||
+	    (o->family != AF_UNSPEC && o->family != AF_INET && o->family != AF_INET6)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rf = calloc(1, sizeof(*rf));
+	if (!rf)
+		goto nomem;
+	rf->opts = *o;
+	rf->opts.name = strdup(o->name ? o->name : "-");
+	if (!rf->opts.name)
+		goto free_rf;
+	return rf;
+free_rf:
+	free(rf);
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void routefile_free(struct routefile *rf)
+{
+	if (!rf)
+		return;
+	free((char *)rf->opts.name);
+	free(rf->ops);
+	free(rf->paths);
+	free(rf->sets);
+	free(rf->bad);
+	free(rf->msgs);
+	free(rf->carry);
+	free(rf->journal);
+	free(rf->removed);
+	free(rf);
+}
+
+uint64_t routefile_lines(const struct routefile *rf)
+{
+	return rf->lines;
+}
+
+uint64_t routefile_routes(const struct routefile *rf)
+{
+	return rf->n_ops;
+}
+
+uint64_t routefile_bad_lines(const struct routefile *rf)
+{
+	return rf->n_bad;
+}
+
+int routefile_bad_line(const struct routefile *rf, uint64_t i, uint64_t *line, unsigned int *col,
+		       const char **msg)
+{
+	if (i >= rf->bad_kept)
+		return -ENOENT;
+	if (line)
+		*line = rf->bad[i].line;
+	if (col)
+		*col = rf->bad[i].col;
+	if (msg)
+		*msg = rf->msgs + rf->bad[i].msg;
+	return 0;
+}
+
+/*
+ * Records a bad line: "NAME:LINE:COL: @what" (":COL" when @col > 0). Past
+ * ROUTEFILE_BAD_KEEP only counts it. Returns 0 or -ENOMEM.
+ */
+static int rf_bad_add(struct routefile *rf, uint64_t line, unsigned int col, const char *what)
+{
+	size_t need = strlen(rf->opts.name) + strlen(what) + 48;
+	struct rf_bad *b;
+	char *m;
+
+	rf->n_bad++;
+	if (rf->bad_kept == ROUTEFILE_BAD_KEEP)
+		return 0;
+	b = rf_grow(rf->bad, &rf->cap_bad, rf->bad_kept + 1, sizeof(*rf->bad), 64);
+	if (!b)
+		return -ENOMEM;
+	rf->bad = b;
+	m = rf_grow(rf->msgs, &rf->msgs_cap, rf->msgs_len + need, 1, 4096);
+	if (!m)
+		return -ENOMEM;
+	rf->msgs = m;
+	b = &rf->bad[rf->bad_kept++];
+	b->line = line;
+	b->col = col;
+	b->msg = (uint32_t)rf->msgs_len;
+	m = rf->msgs + rf->msgs_len;
+	if (col)
+		rf->msgs_len += (uint64_t)snprintf(m, need, "%s:%" PRIu64 ":%u: %s", rf->opts.name,
+						   line, col, what);
+	else
+		rf->msgs_len += (uint64_t)snprintf(m, need, "%s:%" PRIu64 ": %s", rf->opts.name,
+						   line, what);
+	rf->msgs_len++;
+	return 0;
+}
+
+static uint32_t rf_paths_hash(const struct nh_path *p, unsigned int n)
+{
+	const unsigned char *b = (const void *)p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+
+	for (size_t i = 0; i + 8 <= n * sizeof(*p); i += 8) {
+		uint64_t w;
+
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	return (uint32_t)(h ^ h >> 32);
+}
+
+static struct rf_pathset *rf_set_slot(const struct routefile *rf, const struct nh_path *p,
+				      unsigned int n, uint32_t hash)
+{
+	uint32_t mask = rf->cap_sets - 1, i = hash & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct rf_pathset *s = &rf->sets[i];
+
+		if (!s->n || (s->hash == hash && s->n == n &&
+			      memcmp(rf->paths + s->start, p, n * sizeof(*p)) == 0))
+			return s;
+	}
+}
+
+static int rf_sets_grow(struct routefile *rf)
+{
+	uint32_t cap = rf->cap_sets ? 2 * rf->cap_sets : 64;
+	struct rf_pathset *old = rf->sets;
+	uint32_t old_cap = rf->cap_sets;
+
+	rf->sets = calloc(cap, sizeof(*rf->sets));
+	if (!rf->sets) {
+		rf->sets = old;
+		return -ENOMEM;
+	}
+	rf->cap_sets = cap;
+	for (uint32_t i = 0; i < old_cap; i++) {
+		if (old[i].n)
+			*rf_set_slot(rf, rf->paths + old[i].start, old[i].n, old[i].hash) = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Where the path set @p is kept (stored now if new): equal sets share one copy. */
+static int rf_paths_intern(struct routefile *rf, const struct nh_path *p, unsigned int n,
+			   uint32_t *start)
+{
+	struct rf_pathset *s;
+	struct nh_path *np;
+	uint64_t cap = rf->cap_paths;
+	uint32_t hash;
+	int ret;
+
+	if (rf->last_n == n && memcmp(rf->paths + rf->last_start, p, n * sizeof(*p)) == 0) {
+		*start = rf->last_start;
+		return 0;
+	}
+	if (2 * (rf->n_sets + 1) > rf->cap_sets) {
+		ret = rf_sets_grow(rf);
+		if (ret)
+			return ret;
+	}
+	hash = rf_paths_hash(p, n);
+	s = rf_set_slot(rf, p, n, hash);
+	if (!s->n) {
+		if ((uint64_t)rf->n_paths + n >= RF_NONE)
+			return -ENOMEM;
+		np = rf_grow(rf->paths, &cap, rf->n_paths + n, sizeof(*p), 64);
+		if (!np)
+			return -ENOMEM;
+		rf->paths = np;
+		rf->cap_paths = (uint32_t)cap;
+		memcpy(rf->paths + rf->n_paths, p, n * sizeof(*p));
+		s->start = rf->n_paths;
+		s->hash = hash;
+		s->n = n;
+		rf->n_paths += n;
+		rf->n_sets++;
+	}
+	rf->last_start = s->start;
+	rf->last_n = n;
+	*start = s->start;
+	return 0;
+}
+
+static int rf_op_push(struct routefile *rf, struct rf_op *op)
+{
+	struct rf_op *ops;
+	int ret;
+
+	if (op->n_paths && !(op->kind & RF_OP_NHID)) {
+		ret = rf_paths_intern(rf, rf->scratch, op->n_paths, &op->nh);
+		if (ret)
+			return ret;
+	}
+	ops = rf_grow(rf->ops, &rf->cap_ops, rf->n_ops + 1, sizeof(*op), 1024);
+	if (!ops)
+		return -ENOMEM;
+	rf->ops = ops;
+	rf->ops[rf->n_ops++] = *op;
+	return 0;
+}
+
+/* One whole line, without its '\n'. */
+static int rf_line(struct routefile *rf, const char *s, size_t len)
+{
+	struct rf_parser pp;
+	struct rf_op op;
+	int ret;
+
+	rf->lines++;
+	if (len > ROUTEFILE_LINE_MAX)
+		return rf_bad_add(rf, rf->lines, 1, "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
+	memset(&op, 0, sizeof(op));
+	op.line = rf->lines;
+	rf_parser_init(&pp, s, len, rf->opts.family, rf->scratch, rf, &rf->err);
+	ret = rf_parse_line(&pp, rf->opts.format, &op);
+	if (ret == -ENODATA)
+		return 0;
+	if (ret == -EINVAL)
+		return rf_bad_add(rf, rf->lines, pp.col, rf->err.msg);
+	if (ret)
+		return ret;
+	return rf_op_push(rf, &op);
+}
+
+/* Keeps the start of a line cut by the end of a feed (only what can be parsed). */
+static int rf_carry(struct routefile *rf, const char *s, size_t len)
+{
+	if (rf->carry_long || rf->carry_len + len > ROUTEFILE_LINE_MAX) {
+		rf->carry_long = true;
+		return 0;
+	}
+	if (!rf->carry) {
+		rf->carry = malloc(ROUTEFILE_LINE_MAX);
+		if (!rf->carry)
+			return -ENOMEM;
+	}
+	memcpy(rf->carry + rf->carry_len, s, len);
+	rf->carry_len += len;
+	return 0;
+}
+
+/* The carried line, with @len more bytes, is whole. */
+static int rf_carry_end(struct routefile *rf, const char *s, size_t len)
+{
+	int ret = rf_carry(rf, s, len);
+
+	if (!ret && rf->carry_long) {
+		rf->lines++;
+		ret = rf_bad_add(rf, rf->lines, 1, "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
+	} else if (!ret) {
+		ret = rf_line(rf, rf->carry, rf->carry_len);
+	}
+	rf->carry_len = 0;
+	rf->carry_long = false;
+	return ret;
+}
+
+static int rf_feed(struct routefile *rf, const char *buf, size_t len, bool last)
+{
+	const char *p = buf, *end = buf + len, *nl;
+	int ret;
+
+	if (len && (rf->carry_len || rf->carry_long)) {
+		nl = memchr(p, '\n', len);
+		if (!nl)
+			return last ? rf_carry_end(rf, p, len) : rf_carry(rf, p, len);
+		ret = rf_carry_end(rf, p, (size_t)(nl - p));
+		if (ret)
+			return ret;
+		p = nl + 1;
+	}
+	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+		ret = rf_line(rf, p, (size_t)(nl - p));
+		if (ret)
+			return ret;
+		p = nl + 1;
+	}
+	if (!last)
+		return rf_carry(rf, p, (size_t)(end - p));
+	if (rf->carry_len || rf->carry_long)
+		return rf_carry_end(rf, p, (size_t)(end - p));
+	return p < end ? rf_line(rf, p, (size_t)(end - p)) : 0;
+}
+
+int routefile_feed(struct routefile *rf, const char *buf, size_t len, bool last)
+{
+	int ret;
+
+	if (rf->broken)
+		return -ENOMEM;
+	ret = rf_feed(rf, buf, len, last);
+	if (ret)
+		rf->broken = true;
+	return ret;
+}
+
+int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+	ssize_t n;
+	int ret = 0;
+
+	if (fd < 0) {
+		ret = -errno;
+		err_set(err, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	buf = malloc(RF_READ_CHUNK);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto close_fd;
+	}
+	do {
+		n = read(fd, buf, RF_READ_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			err_set(err, "%s: %s", path, strerror(errno));
+			break;
+		}
+		ret = routefile_feed(rf, buf, (size_t)n, n == 0);
+	} while (!ret && n > 0);
+	free(buf);
+close_fd:
+	if (ret == -ENOMEM)
+		err_set(err, "%s: out of memory", path);
+	if (!is_stdin)
+		close(fd);
+	return ret;
+}
+
+size_t routefile_mem(const struct routefile *rf)
+{
+	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->cap_ops * sizeof(*rf->ops) +
+	       rf->cap_paths * sizeof(*rf->paths) + rf->cap_sets * sizeof(*rf->sets) +
+	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap + (rf->carry ? ROUTEFILE_LINE_MAX : 0) +
+	       (rf->journal ? rf->n_ops * sizeof(*rf->journal) : 0) +
+	       rf->cap_removed * sizeof(*rf->removed);
+}
+
+/* ----------------------------------------------------------------- apply */
+
+static void rf_progress(routefile_progress_fn *fn, void *ctx, const char *phase, uint64_t done,
+			uint64_t total)
+{
+	if (fn)
+		fn(ctx, phase, done, total);
+}
+
+static const struct nh_path *rf_op_paths(const struct routefile *rf, const struct rf_op *op)
+{
+	return op->n_paths && !(op->kind & RF_OP_NHID) ? rf->paths + op->nh : NULL;
+}
+
+/* Journals what op @i changed; the route it took out goes to the side array. */
+static int rf_undo_save(struct routefile *rf, uint64_t i, const struct fib_undo *u)
+{
+	struct rf_undo *j = &rf->journal[i];
+	struct fib_route *removed;
+
+	if (u->has_removed) {
+		if (rf->n_removed == RF_NONE)
+			return -ENOMEM;
+		removed = rf_grow(rf->removed, &rf->cap_removed, rf->n_removed + 1,
+				  sizeof(*removed), 256);
+		if (!removed)
+			return -ENOMEM;
+		rf->removed = removed;
+		rf->removed[rf->n_removed] = u->removed;
+		j->removed = (uint32_t)rf->n_removed++;
+	}
+	j->has_added = u->has_added;
+	j->at = u->at;
+	if (u->has_added)
+		j->added = u->added;
+	return 0;
+}
+
+/* The fib's undo record of op @i, rebuilt from the op and its journal entry. */
+static void rf_undo_load(const struct routefile *rf, uint64_t i, struct fib_undo *u)
+{
+	const struct rf_op *op = &rf->ops[i];
+	const struct rf_undo *j = &rf->journal[i];
+
+	memset(u, 0, sizeof(*u));
+	u->dst.a.family = op->family;
+	memcpy(u->dst.a.b, op->addr, sizeof(op->addr));
+	u->dst.plen = op->plen;
+	u->table = op->table ? op->table : FIB_TABLE_MAIN;
+	u->at = j->at;
+	u->has_added = j->has_added;
+	if (j->has_added)
+		u->added = j->added;
+	u->has_removed = j->removed != RF_NONE;
+	if (u->has_removed)
+		u->removed = rf->removed[j->removed];
+}
+
+/* Applies op @i, journaled. On error nothing changed and @ferr says why. */
+static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, struct errbuf *ferr)
+{
+	const struct rf_op *op = &rf->ops[i];
+	struct rf_undo *j = &rf->journal[i];
+	struct fib_rcfg rc;
+	struct fib_undo u;
+	int ret;
+
+	j->has_added = 0;
+	j->removed = RF_NONE;
+	rf_op_rcfg(op, rf_op_paths(rf, op), &rc);
+	if (op->kind & RF_OP_DEL)
+		ret = fib_route_del_undo(f, &rc, &u, ferr);
+	else
+		ret = fib_route_add_undo(f, &rc, &u, ferr);
+	if (ret)
+		return ret;
+	ret = rf_undo_save(rf, i, &u);
+	if (ret) {
+		/* Cannot journal it: take it back now, while the record is at hand. */
+		if (fib_undo_revert(f, &u, ferr))
+			fib_undo_release(f, &u);
+		err_set(ferr, "out of memory for the undo journal");
+		j->has_added = 0;
+		j->removed = RF_NONE;
+	}
+	return ret;
+}
+
+/*
+ * Undoes ops @n - 1 down to 0. Returns 0, or the first revert's error with
+ * its message in @err (that edit stays, its record released; the others
+ * are still undone).
+ */
+static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
+		       routefile_progress_fn *progress, void *ctx, struct errbuf *err)
+{
+	struct errbuf rerr;
+	uint64_t failed_line = 0, kept = 0;
+	int first = 0;
+
+	rf_progress(progress, ctx, "rolling-back", 0, n);
+	for (uint64_t k = n; k-- > 0;) {
+		struct fib_undo u;
+		int ret;
+
+		rf_undo_load(rf, k, &u);
+		ret = fib_undo_revert(f, &u, &rerr);
+		if (ret) {
+			fib_undo_release(f, &u);
+			kept++;
+			if (!first) {
+				first = ret;
+				failed_line = rf->ops[k].line;
+				err_set(err, "%s", rerr.msg);
+			}
+		}
+		if ((n - k) % ROUTEFILE_PROGRESS == 0)
+			rf_progress(progress, ctx, "rolling-back", n - k, n);
+	}
+	rf_progress(progress, ctx, "rolling-back", n, n);
+	if (first)
+		err_prefix(err, "undoing line %" PRIu64 " failed (%" PRIu64 " edits stay)",
+			   failed_line, kept);
+	return first;
+}
+
+/* Keeps every edit: the routes they took out let their nexthops go. */
+static void rf_commit(struct routefile *rf, struct fib *f)
+{
+	for (uint64_t i = 0; i < rf->n_removed; i++) {
+		struct fib_undo u;
+
+		memset(&u, 0, sizeof(u));
+		u.has_removed = true;
+		u.removed = rf->removed[i];
+		fib_undo_release(f, &u);
+	}
+	rf->n_removed = 0;
+}
+
+static void rf_journal_free(struct routefile *rf)
+{
+	free(rf->journal);
+	free(rf->removed);
+	rf->journal = NULL;
+	rf->removed = NULL;
+	rf->n_removed = rf->cap_removed = 0;
+}
+
+/* The first bad line, and how many more, in one message. */
+static int rf_bad_lines_error(const struct routefile *rf, struct errbuf *err)
+{
+	const char *msg = rf->bad_kept ? rf->msgs + rf->bad[0].msg : "bad lines";
+
+	if (rf->n_bad > 1)
+		err_set(err, "%.*s (and %" PRIu64 " more errors)", ERR_MSG_MAX - 40, msg,
+			rf->n_bad - 1);
+	else
+		err_set(err, "%s", msg);
+	return -EINVAL;
+}
+
+/*
+ * Applies every op in order; stops at the first that fails to apply
+ * (unless it may be skipped) and returns its error, @failed its index.
+ */
+static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
+			void *ctx, struct routefile_result *r, uint64_t *failed, struct errbuf *err)
+{
+	struct errbuf ferr;
+
+	for (uint64_t i = 0; i < rf->n_ops; i++) {
+		int ret = rf_apply_op(rf, f, i, &ferr);
+
+		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
+			    rf_bad_add(rf, rf->ops[i].line, 0, ferr.msg))) {
+			*failed = i;
+			err_set(err, "%s:%" PRIu64 ": %s", rf->opts.name, rf->ops[i].line, ferr.msg);
+			return ret;
+		}
+		if (ret)
+			r->skipped++;
+		else
+			r->applied++;
+		if ((i + 1) % ROUTEFILE_PROGRESS == 0)
+			rf_progress(progress, ctx, "applying", i + 1, rf->n_ops);
+	}
+	return 0;
+}
+
+int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
+		    void *ctx, struct routefile_result *res, struct errbuf *err)
+{
+	struct routefile_result r = { 0, 0 };
+	bool bulk = rf->n_ops > ROUTEFILE_BULK_OPS;
+	uint64_t failed = 0;
+	int ret;
+
+	err_clear(err);
+	if (res)
+		*res = r;
+	if (rf->applied) {
+		err_set(err, "%s: already applied", rf->opts.name);
+		return -EALREADY;
+	}
+	if (rf->broken) {
+		err_set(err, "%s: out of memory while parsing", rf->opts.name);
+		return -ENOMEM;
+	}
+	if (rf->n_bad && !rf->opts.skip_bad_lines)
+		return rf_bad_lines_error(rf, err);
+	rf->journal = malloc((rf->n_ops ? rf->n_ops : 1) * sizeof(*rf->journal));
+	if (!rf->journal) {
+		err_set(err, "%s: out of memory for the undo journal of %" PRIu64 " routes",
+			rf->opts.name, rf->n_ops);
+		return -ENOMEM;
+	}
+	rf->applied = true;
+	if (bulk)
+		fib_bulk_begin(f);
+	rf_progress(progress, ctx, "applying", 0, rf->n_ops);
+	ret = rf_apply_all(rf, f, progress, ctx, &r, &failed, err);
+	if (ret) {
+		struct errbuf rerr;
+
+		r.applied = 0;
+		if (rf_rollback(rf, f, failed, progress, ctx, &rerr)) {
+			size_t n = err ? strlen(err->msg) : 0;
+
+			if (err)
+				snprintf(err->msg + n, sizeof(err->msg) - n, "; %s", rerr.msg);
+			ret = -ENOTRECOVERABLE;
+		}
+	} else {
+		rf_progress(progress, ctx, "applying", rf->n_ops, rf->n_ops);
+		rf_commit(rf, f);
+	}
+	rf_journal_free(rf);
+	if (bulk) {
+		rf_progress(progress, ctx, "rebalancing", 0, 1);
+		fib_bulk_end(f);
+		rf_progress(progress, ctx, "rebalancing", 1, 1);
+	}
+	if (res)
+		*res = r;
+	return ret;
+}

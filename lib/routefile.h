@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Route files: iproute2's batch syntax (`ip -batch`: "route add 10.0.0.0/8
+ * via 192.0.2.1 dev eth0 metric 20") and a plain format (a prefix per
+ * line), parsed whole, then applied to a FIB as one transaction.
+ *
+ * Batch lines:
+ *   [ip] [-4|-6] [route] CMD [TYPE] [to] PREFIX [ATTR...]
+ *   CMD   add (create, exclusive) | replace (create or replace) | append |
+ *         prepend (create) | change (replace, no create) | del | delete
+ *   TYPE  unicast | local | broadcast | anycast | multicast | blackhole |
+ *         unreachable | prohibit | throw
+ *   PREFIX ADDR/LEN, ADDR (a host route), or default (any, all); a
+ *         default's family is that of -4/-6, else of its first gateway,
+ *         else IPv4
+ *   ATTR  via [inet|inet6] GW | dev|oif IF | metric|preference|priority N |
+ *         table ID|main|local|default | proto NAME|N | scope NAME|N |
+ *         onlink | nhid ID | nexthop via GW [dev IF] [weight 1..256]
+ *         [onlink] (repeated: a multipath route)
+ * An IPv4 route may have an IPv6 gateway only as "via inet6 GW" (RFC
+ * 5549). Attributes this FIB does not model (src, mtu, realm, ...) are
+ * errors rather than silently dropped.
+ *
+ * Plain lines: PREFIX [GATEWAY] [dev IF]. A line with neither a gateway
+ * nor a device is a blackhole route: a list of bare prefixes loads as
+ * routes that exist (for lookups and tests) but forward nothing.
+ *
+ * Both: '#' starts a comment that runs to the end of the line; blank lines
+ * and CRLF line ends are fine; a route that names no proto gets "boot" (3),
+ * as `ip route` gives it; deletes match what they name (see struct
+ * fib_rcfg). In the auto format each line is batch if its first word is a
+ * command word (ip, route, -4, -6, or a CMD), else plain.
+ *
+ * Threads: a struct routefile belongs to one thread at a time;
+ * routefile_apply() runs on the FIB's writer thread. routefile_parse_route()
+ * may run on any thread.
+ */
+#ifndef LCFIB_ROUTEFILE_H
+#define LCFIB_ROUTEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/err.h"
+#include "lib/fib.h"
+#include "lib/nh.h"
+
+#define ROUTEFILE_LINE_MAX   65536  /* longer lines are bad lines */
+#define ROUTEFILE_BAD_KEEP   100000 /* bad lines kept with their message; more are counted */
+#define ROUTEFILE_BULK_OPS   4096   /* loads of more ops run in bulk mode */
+#define ROUTEFILE_PROGRESS   65536  /* ops between progress calls */
+#define ROUTEFILE_PROTO_BOOT 3      /* RTPROT_BOOT: the proto of a route that names none */
+
+enum routefile_format {
+	ROUTEFILE_AUTO,
+	ROUTEFILE_BATCH,
+	ROUTEFILE_PLAIN,
+};
+
+enum routefile_op {
+	ROUTEFILE_ADD,
+	ROUTEFILE_DEL,
+};
+
+/* One parsed line, as a CLI's `route add ...` needs it. */
+struct routefile_route {
+	enum routefile_op op;
+	struct fib_rcfg rc; /* rc.paths points into paths[] */
+	struct nh_path paths[NH_MAX_PATHS];
+};
+
+/*
+ * Parses one line of batch syntax (without its line end). @family is
+ * AF_UNSPEC, or AF_INET/AF_INET6 as `ip -4`/`ip -6`: the family the
+ * prefix must have. Returns 0, -ENODATA for a blank or comment-only line,
+ * or -EINVAL with *@col (1-based; past the end for a missing word) and a
+ * message "column N: expected ..., got '...'". Interface names resolve
+ * through ifname_resolve(). @col may be NULL.
+ */
+int routefile_parse_route(const char *line, int family, struct routefile_route *out,
+			  unsigned int *col, struct errbuf *err);
+
+struct routefile_opts {
+	enum routefile_format format;
+	int family;          /* AF_UNSPEC, or the family every prefix must have */
+	bool skip_bad_lines; /* apply what is good; see routefile_apply() */
+	const char *name;    /* for messages ("-" for stdin); NULL: "-" */
+};
+
+/* The parsed ops of one file, its bad lines, and its progress through apply. */
+struct routefile;
+
+/* Returns NULL with errno set (ENOMEM, EINVAL for a bad format or family). */
+struct routefile *routefile_new(const struct routefile_opts *o);
+/* Frees @rf (NULL is fine); the routes it applied stay in the FIB. */
+void routefile_free(struct routefile *rf);
+
+/*
+ * Parses @len bytes of the file. A line cut by the end of @buf is kept
+ * until the next call; @last says the file ends with @buf (a last line
+ * without a line end counts). Bad lines are recorded, not fatal. Returns
+ * 0 or -ENOMEM. Call before routefile_apply().
+ */
+int routefile_feed(struct routefile *rf, const char *buf, size_t len, bool last);
+
+/*
+ * Feeds the whole file at @path ("-": standard input): mapped when it is
+ * a regular file, else read in large chunks. Returns 0 or a negative
+ * errno with a message naming the file.
+ */
+int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err);
+
+uint64_t routefile_lines(const struct routefile *rf);
+/* Route ops parsed (every good line but blank and comment ones). */
+uint64_t routefile_routes(const struct routefile *rf);
+/* Lines that failed to parse, and with skip_bad_lines those that failed to apply. */
+uint64_t routefile_bad_lines(const struct routefile *rf);
+
+/*
+ * The @i-th bad line: parse errors first, in file order, then apply errors
+ * in file order. *@col is 0 for an apply error. *@msg reads
+ * "NAME:LINE:COL: what was expected or wrong" ("NAME:LINE: ..." for an
+ * apply error) and is valid until @rf next changes. Returns 0, or -ENOENT
+ * past the ROUTEFILE_BAD_KEEP kept (they are counted all the same).
+ * Any pointer argument but @rf may be NULL.
+ */
+int routefile_bad_line(const struct routefile *rf, uint64_t i, uint64_t *line, unsigned int *col,
+		       const char **msg);
+
+/* Bytes @rf holds (ops, paths, messages, buffers), for the daemon's memory report. */
+size_t routefile_mem(const struct routefile *rf);
+
+/*
+ * Progress of an apply: @phase is "applying", "rebalancing" or
+ * "rolling-back"; @done of @total ops (rebalancing: 0 of 1, then 1 of 1).
+ * Runs on the writer thread, between edits: it must not edit the FIB.
+ */
+typedef void routefile_progress_fn(void *ctx, const char *phase, uint64_t done, uint64_t total);
+
+struct routefile_result {
+	uint64_t applied; /* ops that changed the FIB (or found it as they want it) */
+	uint64_t skipped; /* ops that failed to apply, with skip_bad_lines */
+};
+
+/*
+ * Writer thread of @f. Applies the file's ops in file order as one
+ * transaction; @rf can be applied once (-EALREADY after).
+ *
+ * With bad lines and without skip_bad_lines nothing is applied: -EINVAL
+ * and "NAME:LINE:COL: msg (and N more errors)". When an op fails to apply
+ * (an add of a route that exists: -EEXIST; a delete of one that does not:
+ * -ESRCH; ...), without skip_bad_lines every op applied so far is undone,
+ * last first, so the routes of the FIB are exactly as before, and the
+ * error returns with "NAME:LINE: the FIB's message"; with skip_bad_lines
+ * the op is recorded as a bad line and the apply goes on. -ENOMEM can end
+ * an apply too (rolled back likewise, skip_bad_lines or not). Only if
+ * undoing itself fails (memory) is the result -ENOTRECOVERABLE: the FIB
+ * then keeps some of the file's edits, and the message says which line.
+ *
+ * More than ROUTEFILE_BULK_OPS ops run in bulk mode (fib_bulk_begin()).
+ * @progress (may be NULL) is called at each phase's start and end and
+ * every ROUTEFILE_PROGRESS ops. @res (may be NULL) is filled either way
+ * (applied is 0 after a rollback); @err may be NULL.
+ * The undo journal costs 24 bytes per applied op while the apply runs.
+ */
+int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
+		    void *ctx, struct routefile_result *res, struct errbuf *err);
+
+#endif

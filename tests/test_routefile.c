@@ -1,0 +1,3 @@
+#include <stdio.h>
+int main(void);
+int main(void) { puts("placeholder"); return 1; }

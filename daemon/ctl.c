@@ -733,6 +733,18 @@ int ctl_listen(struct lcfibd *d)
 	umask(old);
 	if (g && chown(d->socket_path, (uid_t)-1, g->gr_gid))
 		log_warn("chown %s to group %s: %m", d->socket_path, d->socket_group);
+	/* The group must reach the socket: its directory too, when it is ours. */
+	if (g && d->socket_dir_ours) {
+		char dir[sizeof(sa.sun_path)], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", d->socket_path);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			if (chown(dir, (uid_t)-1, g->gr_gid) || chmod(dir, 0750))
+				log_warn("chown %s to group %s: %m", dir, d->socket_group);
+		}
+	}
 	if (listen(fd, 64) || epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		log_err("listen %s: %m", d->socket_path);
 		goto fail;

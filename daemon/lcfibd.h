@@ -61,7 +61,8 @@ struct lcfibd {
 	const char *pidfile;
 	const char *yang_dir;
 	const char *socket_group;
-	int log_level_opt; /* -1: the configured one */
+	bool socket_dir_ours; /* lcfibd made the socket's directory */
+	int log_level_opt;    /* -1: the configured one */
 	bool foreground;
 
 	/* the FIB; changed only by the writer */
@@ -109,7 +110,10 @@ struct writer_job {
 };
 
 struct writer *writer_start(struct lcfibd *d);
-/* Loop thread: waits for the jobs queued, stops the thread. */
+/*
+ * Loop thread, after every client is gone: runs the jobs still queued,
+ * stops the thread, and finishes them (done() with no client).
+ */
 void writer_stop(struct writer *w);
 void writer_submit(struct writer *w, struct writer_job *j);
 /* The eventfd the loop polls for finished jobs and progress. */

@@ -223,6 +223,7 @@ static int parse_args(struct lcfibd *d, struct opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* Makes the directory of @path (and its parents), mode 0750; 1 when it made the last one. */
 static int mkdir_for(const char *path)
 {
 	char buf[4096], *slash;
@@ -239,7 +240,9 @@ static int mkdir_for(const char *path)
 		mkdir(buf, 0750);
 		*p = '/';
 	}
-	if (mkdir(buf, 0750) && errno != EEXIST) {
+	if (mkdir(buf, 0750) == 0)
+		return 1;
+	if (errno != EEXIST) {
 		log_err("mkdir %s: %m", buf);
 		return -1;
 	}
@@ -284,7 +287,7 @@ static int pidfile_write(const char *path)
  * Backgrounds the daemon. The parent exits once the child says it is
  * serving (or failed), so `lcfibd && lcfibctl ...` works.
  */
-static int daemonize(int *ready_fd)
+static int daemonize(int *ready_fd, bool keep_stderr)
 {
 	int p[2];
 	pid_t pid;
@@ -316,7 +319,8 @@ static int daemonize(int *ready_fd)
 		if (fd >= 0) {
 			dup2(fd, 0);
 			dup2(fd, 1);
-			dup2(fd, 2);
+			if (!keep_stderr) /* --stderr in the background: the caller redirected it */
+				dup2(fd, 2);
 			if (fd > 2)
 				close(fd);
 		}
@@ -332,17 +336,26 @@ static int epoll_add(int epfd, int fd, void *tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/*
+ * The signals the loop reads from a signalfd: blocked in every thread, so
+ * block them before any thread starts (the FIB's reclaim thread, the writer).
+ */
+static void signals_block(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 static int loop_init(struct lcfibd *d)
 {
 	struct itimerspec one_second = { { 1, 0 }, { 1, 0 } };
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signals_block(&set);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -442,12 +455,17 @@ int main(int argc, char **argv)
 		.log_level_opt = -1, .epfd = -1, .sigfd = -1, .timerfd = -1, .listen_fd = -1
 	};
 	struct opts o = { 0 };
-	int ready_fd = -1, status = 1;
+	int ready_fd = -1, status = 1, ret;
+	bool socket_given;
 	bool pid_written = false;
 
+	sigset_t set;
+
+	signals_block(&set);
 	pthread_mutex_init(&d.ingest.lock, NULL);
 	if (parse_args(&d, &o, argc, argv))
 		return 2;
+	socket_given = d.socket_path != NULL;
 	defaults(&d, &o);
 	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
 	if (d.log_level_opt >= 0)
@@ -464,9 +482,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	cfg_apply_all(&d);
-	if (mkdir_for(d.socket_path) || mkdir_for(d.pidfile) || mkdir_for(d.config_path))
+	ret = mkdir_for(d.socket_path);
+	d.socket_dir_ours = ret > 0 || (!socket_given && ret == 0);
+	if (ret < 0 || mkdir_for(d.pidfile) < 0 || mkdir_for(d.config_path) < 0)
 		goto out;
-	if (!d.foreground && daemonize(&ready_fd)) {
+	if (!d.foreground && daemonize(&ready_fd, o.log_dest == 2)) {
 		log_err("cannot go to the background: %m");
 		goto out;
 	}

@@ -18,7 +18,7 @@ struct writer {
 	pthread_cond_t cond;
 	struct writer_job *todo, **todo_tail; /* under lock */
 	struct writer_job *done, **done_tail; /* under lock */
-	unsigned int pending;                 /* queued or running, under lock */
+	unsigned int pending;                 /* queued or running (atomic) */
 	bool stopping;
 	int evfd;
 };
@@ -113,6 +113,11 @@ void writer_stop(struct writer *w)
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
+	/* What finished after the loop stopped: done() with no client left to answer. */
+	for (struct writer_job *j = w->done, *next; j; j = next) {
+		next = j->next;
+		j->done(w->d, j);
+	}
 	close(w->evfd);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
@@ -125,7 +130,7 @@ void writer_submit(struct writer *w, struct writer_job *j)
 	pthread_mutex_lock(&w->lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
-	w->pending++;
+	__atomic_add_fetch(&w->pending, 1, __ATOMIC_RELAXED);
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -155,9 +160,7 @@ void writer_reap(struct lcfibd *d)
 	pthread_mutex_unlock(&w->lock);
 	for (; j; j = next) {
 		next = j->next;
-		pthread_mutex_lock(&w->lock);
-		w->pending--;
-		pthread_mutex_unlock(&w->lock);
+		__atomic_sub_fetch(&w->pending, 1, __ATOMIC_RELAXED);
 		j->done(d, j);
 	}
 	ctl_progress(d);

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 pkgs=(build-essential autoconf automake libtool pkg-config gzip
-      liburcu-dev libmnl-dev libyang2-dev libyang2-tools libcmocka-dev)
+      liburcu-dev libmnl-dev libyang2-dev libyang2-tools libcmocka-dev libreadline-dev
+      python3 valgrind iproute2 util-linux procps bc)
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(libdpdk-dev librte-lpm23 librte-fib23 librte-mempool-ring23)
 fi

@@ -834,11 +834,12 @@ static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
 		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
 			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
 			   (unsigned long long)rate, (unsigned long long)j->res.skipped);
-		rpc_load_record(d, j);
 		if (rpc_load_out(d, j, rate, &json))
 			log_warn("%s: cannot build the reply", __func__);
 		ctl_reply(d, j->job.conn, j->job.req_id, json);
 		free(json);
+		/* After the reply (saving a stream takes an fsync); before the client's next request. */
+		rpc_load_record(d, j);
 	}
 	if (j->job.conn)
 		ctl_conn_resume(d, j->job.conn);

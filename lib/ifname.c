@@ -117,7 +117,8 @@ int ifname_resolve(const char *name, uint32_t *ifindex, struct errbuf *err)
 	int ret;
 
 	if (!ifname_valid(name)) {
-		err_set(err, "'%.*s' is not an interface name (1 to %u characters, no '/' or blanks)",
+		err_set(err,
+			"'%.*s' is not an interface name (1 to %u characters, no '/' or blanks)",
 			IF_NAMESIZE * 2, name, IF_NAMESIZE - 1);
 		return -EINVAL;
 	}

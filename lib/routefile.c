@@ -6,6 +6,7 @@
  * kept as a 48-byte op; its nexthop paths go to a side array where equal
  * path sets are stored once (the routes of a full table share a handful).
  */
+#define _GNU_SOURCE /* mremap() */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,12 +23,13 @@
 #include "lib/ifname.h"
 #include "lib/routefile.h"
 
-#define RF_QUOTE_MAX 48              /* bytes of a token quoted in a message */
-#define RF_READ_CHUNK (4u << 20)     /* routefile_read_file()'s read() size */
-#define RF_NONE      UINT32_MAX     /* no entry in a side array */
-#define RF_IFCACHE   4              /* interface names a file's parse remembers */
-#define RF_STR_(x)   #x
-#define RF_STR(x)    RF_STR_(x)
+#define RF_QUOTE_MAX  48         /* bytes of a token quoted in a message */
+#define RF_READ_CHUNK (4u << 20) /* routefile_read_file()'s read() size */
+#define RF_NONE       UINT32_MAX /* no entry in a side array */
+#define RF_IFCACHE    4          /* interface names a file's parse remembers */
+#define RF_OPS_FIRST  1024       /* ops of a first mapping: 48 KiB, whole pages */
+#define RF_STR_(x)    #x
+#define RF_STR(x)     RF_STR_(x)
 
 /* ------------------------------------------------------------ compact ops */
 
@@ -133,6 +136,47 @@ static void *rf_grow(void *arr, uint64_t *cap, uint64_t need, size_t size, uint6
 	return p;
 }
 
+/*
+ * The arrays that reach tens of megabytes (a full table's ops, the undo
+ * journal) are mapped with huge pages where the kernel allows: in small
+ * pages a million ops take 12k page faults, which cost more than parsing
+ * them. Growing remaps without copying; untouched capacity costs nothing.
+ */
+static void *rf_big_resize(void *old, size_t old_size, size_t size)
+{
+	void *p;
+
+	if (old)
+		p = mremap(old, old_size, size, MREMAP_MAYMOVE);
+	else
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE); /* advice: without it, small pages */
+	return p;
+}
+
+static void rf_big_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+/* The undo journal: an entry per op, mapped for the apply's duration. */
+static size_t rf_journal_size(const struct routefile *rf)
+{
+	return (rf->n_ops ? rf->n_ops : 1) * sizeof(*rf->journal);
+}
+
+static void rf_journal_free(struct routefile *rf)
+{
+	rf_big_free(rf->journal, rf_journal_size(rf));
+	free(rf->removed);
+	rf->journal = NULL;
+	rf->removed = NULL;
+	rf->n_removed = rf->cap_removed = 0;
+}
+
 /* ---------------------------------------------------------------- tokens */
 
 /* The line being parsed and where the parse stands. */
@@ -157,7 +201,7 @@ enum { RF_WORD, RF_BLANK, RF_HASH };
 
 /* What a byte is to the tokenizer: blanks split words, '#' ends the line. */
 static const uint8_t rf_cls[256] = {
-	[' '] = RF_BLANK, ['\t'] = RF_BLANK, ['\r'] = RF_BLANK, ['\n'] = RF_BLANK,
+	[' '] = RF_BLANK,  ['\t'] = RF_BLANK, ['\r'] = RF_BLANK, ['\n'] = RF_BLANK,
 	['\v'] = RF_BLANK, ['\f'] = RF_BLANK, ['#'] = RF_HASH,
 };
 
@@ -513,44 +557,49 @@ struct rf_attrs {
 	unsigned int nh_seen; /* the current nexthop's */
 	bool multipath;       /* a 'nexthop' came: via/dev/weight/onlink are a nexthop's */
 	bool own_path;        /* the route's own via/dev/onlink made paths[0] */
-	struct rf_tok type_tok, nhid_tok, nh_tok, last;
+	struct rf_tok type_tok, nh_tok, last;
 	/* Per path: where its gateway was, and whether 'via inet6' said its family. */
 	const char *gw_at[NH_MAX_PATHS];
 	bool gw_named[NH_MAX_PATHS];
 };
 
 static const struct rf_name rf_tables[] = {
-	{ "main", FIB_TABLE_MAIN }, { "local", FIB_TABLE_LOCAL }, { "default", 253 }, { NULL, 0 }
+	{ "main", FIB_TABLE_MAIN },
+	{ "local", FIB_TABLE_LOCAL },
+	{ "default", 253 },
+	{ NULL, 0 },
 };
 
 static const struct rf_name rf_protos[] = {
-	{ "redirect", 1 }, { "kernel", 2 },     { "boot", 3 },    { "static", 4 },
-	{ "gated", 8 },    { "ra", 9 },         { "mrt", 10 },    { "zebra", 11 },
-	{ "bird", 12 },    { "dnrouted", 13 },  { "xorp", 14 },   { "ntk", 15 },
-	{ "dhcp", 16 },    { "keepalived", 18 }, { "babel", 42 },  { "openr", 99 },
-	{ "bgp", 186 },    { "isis", 187 },     { "ospf", 188 },  { "rip", 189 },
-	{ "eigrp", 192 },  { NULL, 0 }
+	{ "redirect", 1 }, { "kernel", 2 },      { "boot", 3 },   { "static", 4 },
+	{ "gated", 8 },    { "ra", 9 },          { "mrt", 10 },   { "zebra", 11 },
+	{ "bird", 12 },    { "dnrouted", 13 },   { "xorp", 14 },  { "ntk", 15 },
+	{ "dhcp", 16 },    { "keepalived", 18 }, { "babel", 42 }, { "openr", 99 },
+	{ "bgp", 186 },    { "isis", 187 },      { "ospf", 188 }, { "rip", 189 },
+	{ "eigrp", 192 },  { NULL, 0 },
 };
 
 static const struct rf_name rf_scopes[] = {
-	{ "global", 0 }, { "universe", 0 }, { "site", 200 }, { "link", 253 },
-	{ "host", 254 }, { "nowhere", 255 }, { NULL, 0 }
+	{ "global", 0 }, { "universe", 0 },  { "site", 200 }, { "link", 253 },
+	{ "host", 254 }, { "nowhere", 255 }, { NULL, 0 },
 };
 
 /* Attributes of `ip route` this FIB does not model: refused, not dropped. */
-static const char *const rf_unsupported[] = {
-	"src",     "from",     "mtu",      "advmss",    "hoplimit", "realm",  "realms",
-	"expires", "rtt",      "rttvar",   "rto_min",   "reordering", "window", "cwnd",
-	"ssthresh", "initcwnd", "initrwnd", "features", "quickack", "congctl", "pref",
-	"encap",   "tos",      "dsfield",  "lock",      "ttl-propagate", "fastopen_no_cookie",
-	"mpath",   "equalize", "notify",   "nexthop_id", NULL
-};
+static const char rf_unsupported[] =
+	"src from mtu advmss hoplimit realm realms expires rtt rttvar rto_min reordering window "
+	"cwnd ssthresh initcwnd initrwnd features quickack congctl pref encap tos dsfield lock "
+	"ttl-propagate fastopen_no_cookie mpath equalize notify";
 
 static bool rf_is_unsupported(const struct rf_tok *t)
 {
-	for (const char *const *w = rf_unsupported; *w; w++) {
-		if (rf_is(t, *w))
+	const char *w = rf_unsupported;
+
+	while (*w) {
+		size_t n = strcspn(w, " ");
+
+		if (t->len == n && memcmp(t->s, w, n) == 0)
 			return true;
+		w += n + (w[n] == ' ');
 	}
 	return false;
 }
@@ -617,7 +666,8 @@ static int rf_attr_via(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *o
 	if (rf_is(&v, "inet") || rf_is(&v, "inet6")) {
 		family = v.len == 4 ? AF_INET : AF_INET6;
 		prev = v;
-		ret = rf_value(pp, &prev, &v, family == AF_INET ? "an IPv4 address" : "an IPv6 address");
+		ret = rf_value(pp, &prev, &v,
+			       family == AF_INET ? "an IPv4 address" : "an IPv6 address");
 		if (ret)
 			return ret;
 	}
@@ -716,14 +766,14 @@ static int rf_attr_nhid(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *
 	int ret;
 
 	if (op->n_paths)
-		return rf_fail(pp, kw->s, "'nhid' cannot be combined with 'via', 'dev' or 'nexthop'");
+		return rf_fail(pp, kw->s,
+			       "'nhid' cannot be combined with 'via', 'dev' or 'nexthop'");
 	ret = rf_attr_value(pp, a, RF_SEEN_NHID, kw, NULL, UINT32_MAX, "a nexthop id", &op->nh);
 	if (ret)
 		return ret;
 	if (!op->nh)
 		return rf_expected(pp, &a->last, kw, "a nexthop id 1..4294967295");
 	op->kind |= RF_OP_NHID;
-	a->nhid_tok = *kw;
 	return 0;
 }
 
@@ -743,8 +793,7 @@ static int rf_attr(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
 				     "a metric 0..4294967295", &op->metric);
 	if (rf_is(kw, "table"))
 		return rf_attr_value(pp, a, RF_SEEN_TABLE, kw, rf_tables, UINT32_MAX,
-				     "a table (main, local, default or 0..4294967295)",
-				     &op->table);
+				     "a table (main, local, default or 0..4294967295)", &op->table);
 	if (rf_is(kw, "proto") || rf_is(kw, "protocol")) {
 		ret = rf_attr_value(pp, a, RF_SEEN_PROTO, kw, rf_protos, 255,
 				    "a protocol name or 0..255", &v);
@@ -832,8 +881,8 @@ static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 		return rf_expected(pp, &end, &a->last, "a prefix");
 	/* A default without -4/-6 has its first gateway's family, as iproute2 gives it. */
 	if (!op->family)
-		op->family = op->n_paths && pp->paths[0].gw_family ? pp->paths[0].gw_family
-								   : AF_INET;
+		op->family =
+			op->n_paths && pp->paths[0].gw_family ? pp->paths[0].gw_family : AF_INET;
 	ret = rf_check_gateways(pp, a, op);
 	if (ret || (op->kind & RF_OP_DEL))
 		return ret;
@@ -928,7 +977,7 @@ static bool rf_is_batch_word(const struct rf_tok *t)
 {
 	if (t->len < 2 || rf_digit(t->s[0]))
 		return false;
-	return rf_is(t, "ip") || rf_is(t, "route") || rf_is(t, "-4") || rf_is(t, "-6") ||
+	return rf_is(t, "ip") || rf_is_route_word(t) || rf_is(t, "-4") || rf_is(t, "-6") ||
 	       rf_cmd_find(t) != NULL;
 }
 
@@ -1078,14 +1127,13 @@ void routefile_free(struct routefile *rf)
 	if (!rf)
 		return;
 	free((char *)rf->opts.name);
-	free(rf->ops);
+	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
 	free(rf->paths);
 	free(rf->sets);
 	free(rf->bad);
 	free(rf->msgs);
 	free(rf->carry);
-	free(rf->journal);
-	free(rf->removed);
+	rf_journal_free(rf);
 	free(rf);
 }
 
@@ -1255,10 +1303,17 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		if (ret)
 			return ret;
 	}
-	ops = rf_grow(rf->ops, &rf->cap_ops, rf->n_ops + 1, sizeof(*op), 1024);
-	if (!ops)
-		return -ENOMEM;
-	rf->ops = ops;
+	if (rf->n_ops == rf->cap_ops) {
+		uint64_t cap = rf->cap_ops ? 2 * rf->cap_ops : RF_OPS_FIRST;
+
+		if (cap > SIZE_MAX / sizeof(*op))
+			return -ENOMEM;
+		ops = rf_big_resize(rf->ops, rf->cap_ops * sizeof(*op), cap * sizeof(*op));
+		if (!ops)
+			return -ENOMEM;
+		rf->ops = ops;
+		rf->cap_ops = cap;
+	}
 	rf->ops[rf->n_ops++] = *op;
 	return 0;
 }
@@ -1272,7 +1327,8 @@ static int rf_line(struct routefile *rf, const char *s, size_t len)
 
 	rf->lines++;
 	if (len > ROUTEFILE_LINE_MAX)
-		return rf_bad_add(rf, rf->lines, 1, "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
+		return rf_bad_add(rf, rf->lines, 1,
+				  "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
 	memset(&op, 0, sizeof(op));
 	op.line = rf->lines;
 	rf_parser_init(&pp, s, len, rf->opts.family, rf->scratch, rf, &rf->err);
@@ -1310,7 +1366,8 @@ static int rf_carry_end(struct routefile *rf, const char *s, size_t len)
 
 	if (!ret && rf->carry_long) {
 		rf->lines++;
-		ret = rf_bad_add(rf, rf->lines, 1, "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
+		ret = rf_bad_add(rf, rf->lines, 1,
+				 "the line is longer than " RF_STR(ROUTEFILE_LINE_MAX) " bytes");
 	} else if (!ret) {
 		ret = rf_line(rf, rf->carry, rf->carry_len);
 	}
@@ -1376,7 +1433,7 @@ int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *e
 		ret = -ENOMEM;
 		goto close_fd;
 	}
-	do {
+	for (;;) {
 		n = read(fd, buf, RF_READ_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1386,7 +1443,9 @@ int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *e
 			break;
 		}
 		ret = routefile_feed(rf, buf, (size_t)n, n == 0);
-	} while (!ret && n > 0);
+		if (ret || n == 0)
+			break;
+	}
 	free(buf);
 close_fd:
 	if (ret == -ENOMEM)
@@ -1398,10 +1457,11 @@ close_fd:
 
 size_t routefile_mem(const struct routefile *rf)
 {
-	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->cap_ops * sizeof(*rf->ops) +
+	/* Mapped arrays: what is in use; the rest of their capacity is not backed. */
+	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->n_ops * sizeof(*rf->ops) +
 	       rf->cap_paths * sizeof(*rf->paths) + rf->cap_sets * sizeof(*rf->sets) +
-	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap + (rf->carry ? ROUTEFILE_LINE_MAX : 0) +
-	       (rf->journal ? rf->n_ops * sizeof(*rf->journal) : 0) +
+	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
+	       (rf->carry ? ROUTEFILE_LINE_MAX : 0) + (rf->journal ? rf_journal_size(rf) : 0) +
 	       rf->cap_removed * sizeof(*rf->removed);
 }
 
@@ -1524,7 +1584,8 @@ static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
 		if ((n - k) % ROUTEFILE_PROGRESS == 0)
 			rf_progress(progress, ctx, "rolling-back", n - k, n);
 	}
-	rf_progress(progress, ctx, "rolling-back", n, n);
+	if (n % ROUTEFILE_PROGRESS || !n)
+		rf_progress(progress, ctx, "rolling-back", n, n);
 	if (first)
 		err_prefix(err, "undoing line %" PRIu64 " failed (%" PRIu64 " edits stay)",
 			   failed_line, kept);
@@ -1543,15 +1604,6 @@ static void rf_commit(struct routefile *rf, struct fib *f)
 		fib_undo_release(f, &u);
 	}
 	rf->n_removed = 0;
-}
-
-static void rf_journal_free(struct routefile *rf)
-{
-	free(rf->journal);
-	free(rf->removed);
-	rf->journal = NULL;
-	rf->removed = NULL;
-	rf->n_removed = rf->cap_removed = 0;
 }
 
 /* The first bad line, and how many more, in one message. */
@@ -1582,7 +1634,8 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
 			    rf_bad_add(rf, rf->ops[i].line, 0, ferr.msg))) {
 			*failed = i;
-			err_set(err, "%s:%" PRIu64 ": %s", rf->opts.name, rf->ops[i].line, ferr.msg);
+			err_set(err, "%s:%" PRIu64 ": %s", rf->opts.name, rf->ops[i].line,
+				ferr.msg);
 			return ret;
 		}
 		if (ret)
@@ -1595,8 +1648,8 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 	return 0;
 }
 
-int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
-		    void *ctx, struct routefile_result *res, struct errbuf *err)
+int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
+		    struct routefile_result *res, struct errbuf *err)
 {
 	struct routefile_result r = { 0, 0 };
 	bool bulk = rf->n_ops > ROUTEFILE_BULK_OPS;
@@ -1616,7 +1669,7 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 	}
 	if (rf->n_bad && !rf->opts.skip_bad_lines)
 		return rf_bad_lines_error(rf, err);
-	rf->journal = malloc((rf->n_ops ? rf->n_ops : 1) * sizeof(*rf->journal));
+	rf->journal = rf_big_resize(NULL, 0, rf_journal_size(rf));
 	if (!rf->journal) {
 		err_set(err, "%s: out of memory for the undo journal of %" PRIu64 " routes",
 			rf->opts.name, rf->n_ops);
@@ -1639,7 +1692,8 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 			ret = -ENOTRECOVERABLE;
 		}
 	} else {
-		rf_progress(progress, ctx, "applying", rf->n_ops, rf->n_ops);
+		if (rf->n_ops % ROUTEFILE_PROGRESS || !rf->n_ops)
+			rf_progress(progress, ctx, "applying", rf->n_ops, rf->n_ops);
 		rf_commit(rf, f);
 	}
 	rf_journal_free(rf);

@@ -75,8 +75,9 @@ struct routefile_route {
  * AF_UNSPEC, or AF_INET/AF_INET6 as `ip -4`/`ip -6`: the family the
  * prefix must have. Returns 0, -ENODATA for a blank or comment-only line,
  * or -EINVAL with *@col (1-based; past the end for a missing word) and a
- * message "column N: expected ..., got '...'". Interface names resolve
- * through ifname_resolve(). @col may be NULL.
+ * message "column N: expected ..., got '...'" (-ENOMEM likewise, from the
+ * interface name table). Interface names resolve through ifname_resolve().
+ * rc.table is 0 (main) unless given. @col and @err may be NULL.
  */
 int routefile_parse_route(const char *line, int family, struct routefile_route *out,
 			  unsigned int *col, struct errbuf *err);
@@ -105,9 +106,9 @@ void routefile_free(struct routefile *rf);
 int routefile_feed(struct routefile *rf, const char *buf, size_t len, bool last);
 
 /*
- * Feeds the whole file at @path ("-": standard input): mapped when it is
- * a regular file, else read in large chunks. Returns 0 or a negative
- * errno with a message naming the file.
+ * Feeds the whole file at @path ("-": standard input), read() in 4 MiB
+ * chunks: a file or a pipe alike, and no SIGBUS if the file shrinks
+ * meanwhile. Returns 0 or a negative errno with a message naming the file.
  */
 int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err);
 
@@ -164,7 +165,7 @@ struct routefile_result {
  * (applied is 0 after a rollback); @err may be NULL.
  * The undo journal costs 24 bytes per applied op while the apply runs.
  */
-int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
-		    void *ctx, struct routefile_result *res, struct errbuf *err);
+int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
+		    struct routefile_result *res, struct errbuf *err);
 
 #endif

@@ -629,6 +629,12 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
 		if (c && !node_is_leaf(c))
 			rebalance_subtree(t, node_tnode(c));
 	}
+	/*
+	 * Deletes in bulk mode leave emptied nodes in place; those children
+	 * collapsed just now, which can leave @tn with one child or none.
+	 */
+	if (should_collapse(tn))
+		collapse(t, tn);
 }
 
 void TN(set_bulk)(struct TRIE *t, bool on)

@@ -732,6 +732,44 @@ static void test_fib_undo_release_keeps_edits(void **state)
 	assert_string_equal(routes_of(f, "10.0.0.0/8", &c), "");
 }
 
+/*
+ * Deletes in bulk mode empty whole subtrees; the one rebalance at the end
+ * resizes parents before children, so a parent whose subtree vanished
+ * under it must still collapse.
+ */
+static void test_fib_bulk_deletes_leave_a_valid_trie(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p = gw4("192.0.2.1");
+	struct errbuf err;
+	char prefix[32];
+
+	for (int round = 0; round < 8; round++) {
+		unsigned int keep = (unsigned int)round; /* how many of 10/8 stay */
+
+		fib_bulk_begin(f);
+		for (unsigned int i = 0; i < 600; i++) {
+			snprintf(prefix, sizeof(prefix), "%u.%u.%u.0/24", i % 2 ? 10 : 20,
+				 (i / 2 * 37) % 256, i / 512);
+			add(f, prefix, "192.0.2.1", 0, CREATE);
+		}
+		for (unsigned int i = 0; i < 600; i++) {
+			struct fib_rcfg rc;
+
+			if (i % 2 && i / 2 < keep)
+				continue;
+			snprintf(prefix, sizeof(prefix), "%u.%u.%u.0/24", i % 2 ? 10 : 20,
+				 (i / 2 * 37) % 256, i / 512);
+			rc = rcfg(prefix, &p, 0, 0);
+			assert_int_equal(fib_route_del(f, &rc, &err), 0);
+		}
+		fib_bulk_end(f);
+		if (fib_check(f, &err))
+			fail_msg("round %d: %s", round, err.msg);
+		assert_int_equal(fib_table_flush(f, 0, AF_UNSPEC), 0);
+	}
+}
+
 static void test_fib_random_churn_keeps_fib_consistent(void **state)
 {
 	static const unsigned int flag_sets[] = {
@@ -858,6 +896,7 @@ int main(void)
 		T(test_fib_ipv6_routes_and_fibmatch_prefix),
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),
+		T(test_fib_bulk_deletes_leave_a_valid_trie),
 		T(test_fib_random_churn_keeps_fib_consistent),
 		T(test_fib_undo_reverts_edits_exactly),
 		T(test_fib_undo_release_keeps_edits),

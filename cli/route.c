@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `route add|del|... ROUTE`: iproute2's syntax, parsed by the route-file
+ * parser the daemon uses (so a line of a route file and a command read
+ * the same), then sent as a route-add or route-delete RPC.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lib/addr.h"
+#include "lib/ifname.h"
+#include "lib/routefile.h"
+
+const char *const cli_route_ops[] = {
+	"add", "del", "delete", "replace", "append", "prepend", NULL,
+};
+
+const char *const cli_route_keywords[] = {
+	"via",       "dev",         "metric",   "table", "proto",     "scope",   "nexthop",
+	"weight",    "default",     "unicast",  "local", "broadcast", "anycast", "multicast",
+	"blackhole", "unreachable", "prohibit", "throw", NULL,
+};
+
+/* The route-type enum of the module has the kernel's numbers (RTN_*). */
+static const char *const cli_rtypes[] = {
+	NULL,        "unicast",   "local",       "broadcast", "anycast",
+	"multicast", "blackhole", "unreachable", "prohibit",  "throw",
+};
+
+/* The RPC's operation for the parser's FIB_F_* flags, or NULL for `change`. */
+static const char *cli_route_operation(unsigned int flags)
+{
+	if (flags & FIB_F_REPLACE)
+		return flags & FIB_F_CREATE ? "replace" : NULL;
+	if (flags & FIB_F_APPEND)
+		return "append";
+	if (flags & FIB_F_EXCL)
+		return "add";
+	return "prepend";
+}
+
+static int cli_route_term(struct cli *cli, struct lyd_node *parent, const char *name,
+			  const char *value)
+{
+	if (lyd_new_term(parent, NULL, name, value, 0, NULL))
+		return cli_ly_error(cli, NULL);
+	return 0;
+}
+
+static int cli_route_uint(struct cli *cli, struct lyd_node *parent, const char *name,
+			  unsigned long v)
+{
+	char buf[24];
+
+	if (!v)
+		return 0; /* zero: the RPC's default on an add, any route on a delete */
+	snprintf(buf, sizeof(buf), "%lu", v);
+	return cli_route_term(cli, parent, name, buf);
+}
+
+static int cli_route_path(struct cli *cli, struct lyd_node *rpc, const struct nh_path *p,
+			  bool multipath)
+{
+	struct lyd_node *nh;
+	char buf[INET6_ADDRSTRLEN > IF_NAMESIZE ? INET6_ADDRSTRLEN : IF_NAMESIZE];
+	int ret = 0;
+
+	if (p->flags & NH_F_ONLINK)
+		return cli_usage(cli, "route: 'onlink' is not something the daemon takes");
+	if (lyd_new_list(rpc, NULL, "nexthop", 0, &nh))
+		return cli_ly_error(cli, NULL);
+	if (p->gw_family && inet_ntop(p->gw_family, &p->gw, buf, sizeof(buf)))
+		ret = cli_route_term(cli, nh, "gateway", buf);
+	if (!ret && p->ifindex)
+		ret = cli_route_term(cli, nh, "interface", ifname_name(p->ifindex, buf));
+	if (!ret && multipath)
+		ret = cli_route_uint(cli, nh, "weight", p->weight);
+	return ret;
+}
+
+static int cli_route_fields(struct cli *cli, struct lyd_node *rpc, const struct fib_rcfg *rc)
+{
+	char prefix[ADDR_STRLEN];
+	unsigned int i;
+	int ret;
+
+	if (rc->nh_id)
+		return cli_usage(cli, "route: 'nhid' is not something the daemon takes");
+	ret = cli_route_term(cli, rpc, "prefix",
+			     addr_prefix_format(&rc->dst, prefix, sizeof(prefix)));
+	if (!ret)
+		ret = cli_route_uint(cli, rpc, "table", rc->table);
+	if (!ret && rc->type && rc->type <= FIB_RT_MAX)
+		ret = cli_route_term(cli, rpc, "type", cli_rtypes[rc->type]);
+	if (!ret)
+		ret = cli_route_uint(cli, rpc, "protocol", rc->proto);
+	if (!ret)
+		ret = cli_route_uint(cli, rpc, "scope", rc->scope);
+	if (!ret)
+		ret = cli_route_uint(cli, rpc, "metric", rc->metric);
+	for (i = 0; !ret && i < rc->n_paths; i++)
+		ret = cli_route_path(cli, rpc, &rc->paths[i], rc->n_paths > 1);
+	return ret;
+}
+
+static int cli_route_build(struct cli *cli, const struct routefile_route *r, struct lyd_node **out)
+{
+	const char *name = r->op == ROUTEFILE_DEL ? "route-delete" : "route-add";
+	const char *op = cli_route_operation(r->rc.flags);
+	struct lyd_node *rpc;
+	int ret;
+
+	if (r->op == ROUTEFILE_ADD && !op)
+		return cli_usage(cli, "route change: the daemon has no change-only edit; use "
+				      "'route replace'");
+	if (lyd_new_inner(NULL, cli->mod, name, 0, &rpc))
+		return cli_ly_error(cli, NULL);
+	ret = cli_route_fields(cli, rpc, &r->rc);
+	if (!ret && r->op == ROUTEFILE_ADD)
+		ret = cli_route_term(cli, rpc, "operation", op);
+	if (ret) {
+		lyd_free_all(rpc);
+		return ret;
+	}
+	*out = rpc;
+	return 0;
+}
+
+/* Joins the words into one batch line, "route add ...". */
+static int cli_route_line(struct cli *cli, int argc, char **argv, char *line, size_t size)
+{
+	size_t len = (size_t)snprintf(line, size, "route");
+	int i;
+
+	for (i = 1; i < argc && len < size; i++)
+		len += (size_t)snprintf(line + len, size - len, " %s", argv[i]);
+	if (len >= size)
+		return cli_usage(cli, "route: the route is too long");
+	return 0;
+}
+
+int cli_cmd_route(struct cli *cli, int argc, char **argv)
+{
+	static struct routefile_route r; /* 64 paths: too big for a shell's stack frame */
+	struct errbuf err = { "" };
+	struct lyd_node *rpc = NULL;
+	char line[4096];
+	int ret;
+
+	if (argc < 2)
+		return cli_usage(cli,
+				 "route add|del|replace|append|prepend ROUTE (try 'help route')");
+	ret = cli_route_line(cli, argc, argv, line, sizeof(line));
+	if (ret)
+		return ret;
+	ret = routefile_parse_route(line, AF_UNSPEC, &r, NULL, &err);
+	if (ret == -ENODATA)
+		return cli_usage(cli, "route %s: which route?", argv[1]);
+	if (ret == -EINVAL)
+		return cli_usage(cli, "%s: %s", line, err.msg);
+	if (ret) {
+		cli_error(cli, NULL, NULL, "route: %s", err.msg[0] ? err.msg : strerror(-ret));
+		return -EIO;
+	}
+	ret = cli_route_build(cli, &r, &rpc);
+	if (ret)
+		return ret;
+	ret = cli_rpc_call(cli, rpc, NULL);
+	lyd_free_all(rpc);
+	return ret;
+}

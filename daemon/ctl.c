@@ -39,7 +39,9 @@ struct ctl_conn {
 	struct writer_job *busy;   /* the request waiting for the writer */
 	struct writer_job *stream; /* a load receiving its file */
 	uint32_t stream_id;
-	char *sbuf; /* the file so far */
+	char *sbuf;             /* the file so far */
+	uint64_t stotal;        /* its size, when the client said */
+	struct timespec sstart; /* when it started */
 	size_t slen, scap, last_note;
 	bool closing; /* close once the replies are out */
 	bool dead;    /* the peer is gone: close at the end of this event */
@@ -385,6 +387,17 @@ out:
 	lyd_free_all(tree);
 }
 
+/* Units per second since @since. */
+static uint64_t ctl_rate(uint64_t done, const struct timespec *since)
+{
+	struct timespec now;
+	double s;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	s = (double)(now.tv_sec - since->tv_sec) + (double)(now.tv_nsec - since->tv_nsec) / 1e9;
+	return s > 0 ? (uint64_t)((double)done / s) : 0;
+}
+
 /* A chunk of a streamed file, or its end. */
 static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
 			  const uint8_t *payload)
@@ -422,13 +435,14 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 	c->slen += h->len;
 	/* Progress every 8 MiB received. */
 	if (c->slen - c->last_note >= (8u << 20)) {
-		char json[160];
+		char json[200];
 
 		c->last_note = c->slen;
 		snprintf(json, sizeof(json),
 			 "{\"lcfib:load-progress\":{\"file\":\"-\",\"phase\":\"receiving\","
-			 "\"done\":\"%zu\"}}",
-			 c->slen);
+			 "\"done\":\"%zu\",\"total\":\"%llu\",\"rate\":\"%llu\"}}",
+			 c->slen, (unsigned long long)c->stotal,
+			 (unsigned long long)ctl_rate(c->slen, &c->sstart));
 		ctl_notify(d, c, c->stream_id, json);
 	}
 }
@@ -569,9 +583,11 @@ void ctl_conn_event(struct lcfibd *d, struct ctl_conn *c, uint32_t events)
 
 /* -------------------------------------------------------- the stream */
 
-void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job)
+void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t size)
 {
 	c->stream = job;
+	c->stotal = size;
+	clock_gettime(CLOCK_MONOTONIC, &c->sstart);
 	c->stream_id = job->req_id;
 	c->busy = job;
 	c->slen = c->last_note = 0;
@@ -771,10 +787,11 @@ void ctl_progress(struct lcfibd *d)
 {
 	const struct writer_job *job;
 	const char *phase;
-	uint64_t done, total;
+	uint64_t done, total, rate;
 	char json[600], file[256];
 
 	pthread_mutex_lock(&d->ingest.lock);
+	rate = ctl_rate(d->ingest.done, &d->ingest.phase_start);
 	job = d->ingest.job;
 	phase = d->ingest.phase;
 	done = d->ingest.done;
@@ -793,9 +810,9 @@ void ctl_progress(struct lcfibd *d)
 		ctl_json_str(&f, &len, &cap, file);
 		snprintf(json, sizeof(json),
 			 "{\"lcfib:load-progress\":{\"file\":%s,\"phase\":\"%s\",\"done\":\"%llu\","
-			 "\"total\":\"%llu\"}}",
-			 f ? f : "\"\"", phase, (unsigned long long)done,
-			 (unsigned long long)total);
+			 "\"total\":\"%llu\",\"rate\":\"%llu\"}}",
+			 f ? f : "\"\"", phase, (unsigned long long)done, (unsigned long long)total,
+			 (unsigned long long)rate);
 		free(f);
 		ctl_notify(d, c, c->busy->req_id, json);
 		ctl_conn_settle(d, c);

@@ -40,6 +40,7 @@ struct lcfibd_ingest {
 	pthread_mutex_t lock;
 	const struct writer_job *job;
 	const char *phase;
+	struct timespec phase_start;
 	char file[256];
 	uint64_t done, total;
 	/* the last load that finished, under lock */
@@ -186,7 +187,8 @@ void ctl_notify(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *j
 void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c);
 /* The stream buffer of @c (a load with path "-"), taken by the caller. */
 char *ctl_conn_take_stream(struct ctl_conn *c, size_t *len, struct writer_job **job);
-void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job);
+/* A load of "-": @c's next frames carry the file, @size bytes if known (0: not). */
+void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t size);
 /* @c's request went to the writer as @job: hold its later frames until the reply. */
 void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job);
 /* Sends progress of running loads to their clients. */

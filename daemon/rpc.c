@@ -583,6 +583,8 @@ static enum routefile_format rpc_format(const char *s)
 static void rpc_load_phase(struct lcfibd *d, const char *phase, uint64_t done, uint64_t total)
 {
 	pthread_mutex_lock(&d->ingest.lock);
+	if (d->ingest.phase != phase)
+		clock_gettime(CLOCK_MONOTONIC, &d->ingest.phase_start);
 	d->ingest.phase = phase;
 	d->ingest.done = done;
 	d->ingest.total = total;
@@ -838,7 +840,8 @@ static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
 			log_warn("%s: cannot build the reply", __func__);
 		ctl_reply(d, j->job.conn, j->job.req_id, json);
 		free(json);
-		/* After the reply (saving a stream takes an fsync); before the client's next request. */
+		/* After the reply (saving a stream takes an fsync); before the client's next
+		 * request. */
 		rpc_load_record(d, j);
 	}
 	if (j->job.conn)
@@ -877,7 +880,7 @@ static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const str
 	}
 	if (strcmp(path, "-") == 0) {
 		/* The file follows in CTL_DATA frames; ctl.c collects them. */
-		ctl_conn_set_stream(c, &j->job);
+		ctl_conn_set_stream(c, &j->job, rpc_u64(op, "size", 0));
 		return 1;
 	}
 	if (path[0] != '/') {

@@ -324,13 +324,20 @@ fail:
 /* Parses and validates the config file; *@tree NULL when there is none. */
 static int cfg_read_file(struct lcfibd *d, struct lyd_node **tree, struct lcfibd_err *e)
 {
+	struct stat st;
+
 	*tree = NULL;
-	if (access(d->config_path, F_OK) && errno == ENOENT)
+	if (stat(d->config_path, &st) && errno == ENOENT)
 		return 0;
+	if (!st.st_size) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, NULL,
+			       "the file is empty (an empty configuration is '{}')");
+		return -1;
+	}
 	if (lyd_parse_data_path(d->ly, d->config_path, LYD_JSON,
 				LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, LYD_VALIDATE_NO_STATE,
 				tree) != LY_SUCCESS) {
-		lcfibd_err_from_ly(e, d->ly, d->config_path);
+		lcfibd_err_from_ly(e, d->ly, NULL);
 		lyd_free_all(*tree);
 		*tree = NULL;
 		return -1;

@@ -50,7 +50,44 @@ struct ctl_conn {
 
 /* ---------------------------------------------------------------- JSON */
 
-/* Appends @s to @out as a JSON string. */
+/*
+ * The length of the well-formed UTF-8 sequence at @s (RFC 3629: no
+ * overlong forms, no surrogates), or 0.
+ */
+static size_t ctl_utf8_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+/*
+ * Appends @s to @out as a JSON string. Messages may quote what a client
+ * sent: bytes that are not UTF-8 become U+FFFD, so the reply stays JSON.
+ */
 static void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
 {
 	size_t need = *len + strlen(s) * 6 + 3;
@@ -72,6 +109,16 @@ static void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
 			(*out)[(*len)++] = (char)ch;
 		} else if (ch < 0x20) {
 			*len += (size_t)sprintf(*out + *len, "\\u%04x", ch);
+		} else if (ch >= 0x80) {
+			size_t n = ctl_utf8_len((const unsigned char *)s);
+
+			if (!n) {
+				*len += (size_t)sprintf(*out + *len, "\\ufffd");
+				continue;
+			}
+			memcpy(*out + *len, s, n);
+			*len += n;
+			s += n - 1;
 		} else {
 			(*out)[(*len)++] = (char)ch;
 		}
@@ -280,7 +327,7 @@ static int ctl_get(struct lcfibd *d, const struct ctl_hdr *h, const char *xpath,
 	if (!tree && lyd_new_inner(NULL, d->mod, "lcfib", 0, &tree) != LY_SUCCESS)
 		goto ly_fail;
 	top = tree;
-	if ((what & CTL_GET_STATE) && state_build(d, top))
+	if ((what & CTL_GET_STATE) && state_build(d, top, xpath))
 		goto ly_fail;
 	if (!(what & CTL_GET_CONFIG)) {
 		/* State only: drop the config children the container was made with. */

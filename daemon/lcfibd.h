@@ -93,7 +93,8 @@ struct lcfibd {
 /* Sets a message (printf-style) with an app-tag and optional path. */
 void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Fills @e from libyang's last error in @ly (message, path, app-tag). */
+/* Fills @e from libyang's last error in @ly (message, path, app-tag); @what (may be NULL) prefixes
+ * the message. */
 void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const char *what);
 
 /* ------------------------------------------------------------- writer.c */
@@ -149,8 +150,12 @@ void cfg_fini(struct lcfibd *d);
 
 /* -------------------------------------------------------------- state.c */
 
-/* Adds the operational state under the lcfib container @top (loop thread). */
-int state_build(struct lcfibd *d, struct lyd_node *top);
+/*
+ * Adds the operational state under the lcfib container @top (loop thread).
+ * The tries' statistics walk every trie: only when @xpath ("" or "/": all)
+ * may select them.
+ */
+int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath);
 
 /* ---------------------------------------------------------------- rpc.c */
 

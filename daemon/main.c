@@ -59,9 +59,10 @@ void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const cha
 	if (q1 && q2 && q2 - q1 - 1 < (long)sizeof(e->path))
 		snprintf(e->path, sizeof(e->path), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
 	if (line)
-		snprintf(e->msg, sizeof(e->msg), "%s: line %d: %s", what, atoi(line + 12), msg);
+		snprintf(e->msg, sizeof(e->msg), "%s%sline %d: %s", what ? what : "",
+			 what ? ": " : "", atoi(line + 12), msg);
 	else
-		snprintf(e->msg, sizeof(e->msg), "%s: %s", what, msg);
+		snprintf(e->msg, sizeof(e->msg), "%s%s%s", what ? what : "", what ? ": " : "", msg);
 	ly_err_clean((struct ly_ctx *)ly, NULL);
 }
 

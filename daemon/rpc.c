@@ -512,6 +512,14 @@ bad:
 	return -1;
 }
 
+/* The family of "default": its first gateway's, else IPv4 (as iproute2 does). */
+static int rpc_default_family(const struct lyd_node *op)
+{
+	const char *gw = rpc_value(op, "nexthop[1]/gateway");
+
+	return gw && strchr(gw, ':') ? AF_INET6 : AF_INET;
+}
+
 static int rpc_route_in(const struct lyd_node *op, bool del, struct routefile_route *rt,
 			struct lcfibd_err *e)
 {
@@ -522,8 +530,11 @@ static int rpc_route_in(const struct lyd_node *op, bool del, struct routefile_ro
 
 	memset(rt, 0, sizeof(*rt));
 	rt->op = del ? ROUTEFILE_DEL : ROUTEFILE_ADD;
-	if (addr_parse_prefix(rpc_value(op, "prefix"), AF_UNSPEC, &rc->dst, &err)) {
-		lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "prefix: %s", err.msg);
+	if (addr_parse_prefix(rpc_value(op, "prefix"), rpc_default_family(op), &rc->dst, &err)) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/lcfib:%s/prefix", LYD_NAME(op));
+		lcfibd_err_set(e, CTL_TAG_INVALID, path, "prefix: %s", err.msg);
 		return -1;
 	}
 	rc->table = rpc_table(rpc_value(op, "table"));
@@ -775,8 +786,16 @@ static void rpc_load_fail_reply(struct lcfibd *d, struct rpc_job *j)
 		ctl_reply(d, j->job.conn, j->job.req_id, NULL);
 		return;
 	}
-	/* First the summary, then every bad line the routefile kept. */
-	lcfibd_err_set(&e[cnt++], CTL_TAG_ROUTE_FILE, NULL, "%s", j->err.msg);
+	/*
+	 * One bad line: its message. Several: a summary, then each (the
+	 * library's message names only the first).
+	 */
+	if (n > 1)
+		lcfibd_err_set(&e[cnt++], CTL_TAG_ROUTE_FILE, NULL,
+			       "%s: %llu bad lines, nothing applied%s", j->path,
+			       (unsigned long long)n, n > k ? " (the first ones follow)" : "");
+	else
+		lcfibd_err_set(&e[cnt++], CTL_TAG_ROUTE_FILE, NULL, "%s", j->err.msg);
 	for (uint64_t i = 0; i < k && n > 1; i++) {
 		uint64_t line;
 		unsigned int col;

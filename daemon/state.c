@@ -4,6 +4,7 @@
  * library's counters (loop thread, as an RCU reader).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -239,7 +240,20 @@ static int state_control(struct lcfibd *d, struct lyd_node *st)
 	return ret;
 }
 
-int state_build(struct lcfibd *d, struct lyd_node *top)
+/* Whether @xpath may select the table list: a path above it, or one that names it. */
+static bool state_wants_tables(const char *xpath)
+{
+	static const char *const above[] = { "", "/", "/lcfib:lcfib", "/lcfib:lcfib/state" };
+
+	for (unsigned int i = 0; i < sizeof(above) / sizeof(above[0]); i++) {
+		if (strcmp(xpath, above[i]) == 0)
+			return true;
+	}
+	return strstr(xpath, "table") != NULL || strstr(xpath, "//") != NULL ||
+	       strchr(xpath, '*') != NULL;
+}
+
+int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 {
 	struct lyd_node *st = state_inner(top, "state");
 	struct fib_state fs;
@@ -251,7 +265,7 @@ int state_build(struct lcfibd *d, struct lyd_node *top)
 	ret = state_daemon(d, st);
 	ret |= state_routes(st, &fs);
 	fib_read_lock();
-	for (unsigned int i = 0; !ret; i++) {
+	for (unsigned int i = 0; !ret && state_wants_tables(xpath); i++) {
 		const struct fib_table *tb = fib_table_at_rcu(d->fib, i);
 
 		if (!tb)

@@ -15,7 +15,7 @@ status=0
 make -C "$dir" -j"$(nproc)" check >"$dir/check.out" 2>&1 || status=$?
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$dir/check.out"
 if [ $status -ne 0 ]; then
-	for log in "$dir"/tests/*.log; do
+	for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
 		grep -q -E '^(FAIL|ERROR)' "${log%.log}.trs" 2>/dev/null || continue
 		echo "---- $log (last 40 lines)"
 		tail -n 40 "$log"

@@ -6,7 +6,7 @@
 set -uo pipefail
 dir=$1
 passed=0 failed=0 skipped=0
-for trs in "$dir"/tests/*.trs; do
+for trs in "$dir"/tests/*.trs "$dir"/tests/*/*.trs; do
 	[ -e "$trs" ] || continue
 	log=${trs%.trs}.log
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | tail -1)

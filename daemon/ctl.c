@@ -28,6 +28,7 @@
 #define CTL_CLIENTS_MAX 256
 
 struct ctl_conn {
+	struct lcfibd_source src; /* first: epoll's data.ptr */
 	int fd;
 	pid_t pid;
 	uid_t uid;
@@ -619,8 +620,10 @@ static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 	}
 }
 
-void ctl_conn_event(struct lcfibd *d, struct ctl_conn *c, uint32_t events)
+static void ctl_conn_event(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
+	struct ctl_conn *c = (struct ctl_conn *)s;
+
 	if (events & EPOLLOUT)
 		ctl_flush(c);
 	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -713,8 +716,10 @@ static bool ctl_peer_is_admin(const struct lcfibd *d, const struct ucred *cr)
 	return false;
 }
 
-void ctl_accept(struct lcfibd *d)
+static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
+	(void)s;
+	(void)events;
 	for (;;) {
 		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN };
@@ -740,6 +745,7 @@ void ctl_accept(struct lcfibd *d)
 			close(fd);
 			continue;
 		}
+		c->src.fn = ctl_conn_event;
 		c->fd = fd;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
@@ -762,7 +768,8 @@ void ctl_accept(struct lcfibd *d)
 int ctl_listen(struct lcfibd *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	static struct lcfibd_source src_listen = { ctl_accept };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &src_listen };
 	struct group *g = NULL;
 	mode_t old;
 	int fd;

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "lib/err.h"
+#include "daemon/feed.h"
 #include "lib/fib.h"
 
 struct ctl_conn;
@@ -66,6 +67,10 @@ struct lcfibd {
 	int log_level_opt;    /* -1: the configured one */
 	bool foreground;
 
+	/* the feeds (NULL: off) */
+	struct feed_kernel *kernel;
+	struct feed_fpm *fpm;
+
 	/* the FIB; changed only by the writer */
 	struct fib *fib;
 	struct writer *writer;
@@ -89,6 +94,9 @@ struct lcfibd {
 	char **loaded;           /* route files loaded or queued, by path */
 	unsigned int n_loaded;
 };
+
+/* Loop thread: watches @fd for @events (EPOLLIN, ...); @s->fn is called with them. */
+int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source *s);
 
 /* Sets a message (printf-style) with an app-tag and optional path. */
 void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
@@ -179,8 +187,6 @@ void rpc_loaded_free(struct lcfibd *d);
 /* ---------------------------------------------------------------- ctl.c */
 
 int ctl_listen(struct lcfibd *d);
-void ctl_accept(struct lcfibd *d);
-void ctl_conn_event(struct lcfibd *d, struct ctl_conn *c, uint32_t events);
 void ctl_close_all(struct lcfibd *d);
 /* Replies to @c (may be NULL: dropped). */
 void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json);
@@ -198,5 +204,48 @@ void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t si
 void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job);
 /* Sends progress of running loads to their clients. */
 void ctl_progress(struct lcfibd *d);
+
+/* ------------------------------------------------------- feed_kernel.c */
+
+/* The kernel feed's configuration (the lcfib module's feeds/kernel). */
+struct feed_kernel_cfg {
+	bool enabled;
+	unsigned int n_tables; /* 0: every table */
+	uint32_t tables[256];
+	uint32_t receive_buffer; /* bytes */
+};
+
+/*
+ * Config handlers' two phases. prepare() may fail (a socket that cannot
+ * be opened or bound) and keeps what it made aside; apply() cannot fail:
+ * it starts (dump, then events), restarts with the new settings, or stops
+ * and flushes the feed's routes; abort() drops what prepare() made when
+ * another handler refused the commit.
+ */
+int feed_kernel_prepare(struct lcfibd *d, const struct feed_kernel_cfg *cfg, struct lcfibd_err *e);
+void feed_kernel_apply(struct lcfibd *d);
+void feed_kernel_abort(struct lcfibd *d);
+/* At exit: closes everything (the FIB is destroyed after). */
+void feed_kernel_stop(struct lcfibd *d);
+/* For the state: its counters; false when it is off. */
+bool feed_kernel_stats(struct lcfibd *d, struct feed_stats *st);
+
+/* ---------------------------------------------------------- feed_fpm.c */
+
+struct feed_fpm_cfg {
+	bool enabled;
+	char address[64]; /* numeric IPv4 or IPv6 */
+	uint16_t port;
+	uint32_t replay_settle_ms; /* quiet time after a connect before the sweep */
+};
+
+/* As feed_kernel_*: prepare() binds the listener. */
+int feed_fpm_prepare(struct lcfibd *d, const struct feed_fpm_cfg *cfg, struct lcfibd_err *e);
+void feed_fpm_apply(struct lcfibd *d);
+void feed_fpm_abort(struct lcfibd *d);
+void feed_fpm_stop(struct lcfibd *d);
+/* For the state: counters, the peer ("" when none) and since when (0: never). */
+bool feed_fpm_stats(struct lcfibd *d, struct feed_stats *st, char *peer, size_t peer_size,
+		    time_t *connected_since);
 
 #endif

@@ -26,9 +26,6 @@
 #define LCFIB_YANG_DIR "/usr/local/share/lcfib/yang"
 #endif
 
-/* epoll tags for the fds that are not connections */
-static char tag_signal, tag_timer, tag_writer;
-
 void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
 {
 	va_list ap;
@@ -330,11 +327,11 @@ static int daemonize(int *ready_fd, bool keep_stderr)
 	return 0;
 }
 
-static int epoll_add(int epfd, int fd, void *tag)
+int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source *s)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event ev = { .events = events, .data.ptr = s };
 
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /*
@@ -351,29 +348,12 @@ static void signals_block(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int loop_init(struct lcfibd *d)
-{
-	struct itimerspec one_second = { { 1, 0 }, { 1, 0 } };
-	sigset_t set;
-
-	signals_block(&set);
-	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 ||
-	    timerfd_settime(d->timerfd, 0, &one_second, NULL) ||
-	    epoll_add(d->epfd, d->sigfd, &tag_signal) ||
-	    epoll_add(d->epfd, d->timerfd, &tag_timer)) {
-		log_err("event loop: %m");
-		return -1;
-	}
-	return 0;
-}
-
-static void on_signal(struct lcfibd *d)
+static void on_signal(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
 	struct signalfd_siginfo si;
 
+	(void)s;
+	(void)events;
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			log_notice("SIGHUP: reloading %s", d->config_path);
@@ -385,15 +365,46 @@ static void on_signal(struct lcfibd *d)
 	}
 }
 
-static void on_timer(struct lcfibd *d)
+static void on_timer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
 	uint64_t n, applied = __atomic_load_n(&d->ingest.applied, __ATOMIC_RELAXED);
 
+	(void)s;
+	(void)events;
 	if (read(d->timerfd, &n, sizeof(n)) < 0)
 		return;
 	d->rate = n ? (applied - d->rate_prev_applied) / n : 0;
 	d->rate_prev_applied = applied;
 	ctl_progress(d);
+}
+
+static void on_writer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
+{
+	(void)s;
+	(void)events;
+	writer_reap(d);
+}
+
+static struct lcfibd_source src_signal = { on_signal }, src_timer = { on_timer },
+			    src_writer = { on_writer };
+
+static int loop_init(struct lcfibd *d)
+{
+	struct itimerspec one_second = { { 1, 0 }, { 1, 0 } };
+	sigset_t set;
+
+	signals_block(&set);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 ||
+	    timerfd_settime(d->timerfd, 0, &one_second, NULL) ||
+	    lcfibd_watch(d, d->sigfd, EPOLLIN, &src_signal) ||
+	    lcfibd_watch(d, d->timerfd, EPOLLIN, &src_timer)) {
+		log_err("event loop: %m");
+		return -1;
+	}
+	return 0;
 }
 
 static void loop_run(struct lcfibd *d)
@@ -408,18 +419,9 @@ static void loop_run(struct lcfibd *d)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			void *tag = ev[i].data.ptr;
+			struct lcfibd_source *src = ev[i].data.ptr;
 
-			if (tag == &tag_signal)
-				on_signal(d);
-			else if (tag == &tag_timer)
-				on_timer(d);
-			else if (tag == &tag_writer)
-				writer_reap(d);
-			else if (tag == NULL)
-				ctl_accept(d);
-			else
-				ctl_conn_event(d, tag, ev[i].events);
+			src->fn(d, src, ev[i].events);
 		}
 	}
 }
@@ -496,7 +498,7 @@ int main(int argc, char **argv)
 		goto out;
 	pid_written = true;
 	d.writer = writer_start(&d);
-	if (!d.writer || epoll_add(d.epfd, writer_event_fd(d.writer), &tag_writer)) {
+	if (!d.writer || lcfibd_watch(&d, writer_event_fd(d.writer), EPOLLIN, &src_writer)) {
 		log_err("cannot start the writer thread: %m");
 		goto out;
 	}

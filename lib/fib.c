@@ -361,7 +361,8 @@ static bool fib_nh_match(const struct fib_rcfg *rc, const struct nh *nh)
 static bool fib_del_match(const struct fib_rcfg *rc, const struct fib_route *r)
 {
 	return (!rc->type || r->type == rc->type) && (!rc->proto || r->proto == rc->proto) &&
-	       (!rc->scope || r->scope == rc->scope) && (!rc->metric || r->metric == rc->metric) &&
+	       (!rc->scope || r->scope == rc->scope) &&
+	       ((!rc->metric && !(rc->flags & FIB_F_EXACT_METRIC)) || r->metric == rc->metric) &&
 	       fib_nh_match(rc, r->nh);
 }
 
@@ -855,6 +856,20 @@ void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *ad
 			key[j] = addr_key6_raw(&addr[i + j]);
 		trie6_lookup_batch_rcu(tb->t6, key, res + i, k);
 	}
+}
+
+const struct fib_route *fib_find_rcu(const struct fib *f, uint32_t table,
+				     const struct addr_prefix *p, unsigned int *n)
+{
+	const struct fib_table *tb =
+		fib_table_get_rcu(f, table ? table : FIB_TABLE_MAIN, p->a.family);
+
+	*n = 0;
+	if (!tb)
+		return NULL;
+	if (tb->family == AF_INET)
+		return trie4_find_rcu(tb->t4, addr_key4(&p->a), p->plen, n);
+	return trie6_find_rcu(tb->t6, addr_key6(&p->a), p->plen, n);
 }
 
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,

@@ -33,6 +33,8 @@
 #define FIB_F_EXCL    0x2
 #define FIB_F_REPLACE 0x4
 #define FIB_F_APPEND  0x8
+/* Delete only: a zero metric matches metric 0 only, not any (netlink has no such flag). */
+#define FIB_F_EXACT_METRIC 0x100
 
 #define FIB_TABLE_MAIN  254 /* RT_TABLE_MAIN */
 #define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
@@ -186,6 +188,13 @@ void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *ad
  */
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix);
+
+/*
+ * Reader or writer: the routes of exactly @p in table @table (*@n of them,
+ * in lookup order), or NULL.
+ */
+const struct fib_route *fib_find_rcu(const struct fib *f, uint32_t table,
+				     const struct addr_prefix *p, unsigned int *n);
 
 /*
  * Reader: iteration in prefix order, tolerant of concurrent updates. Calls

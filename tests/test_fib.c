@@ -770,6 +770,40 @@ static void test_fib_bulk_deletes_leave_a_valid_trie(void **state)
 	}
 }
 
+static void test_fib_exact_metric_delete_and_find(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p = gw4("192.0.2.1");
+	struct fib_rcfg rc = rcfg("10.0.0.0/8", &p, 0, 0);
+	struct errbuf err;
+	unsigned int n;
+
+	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.1", 5, EXCL), 0);
+	assert_int_equal(add(f, "10.0.0.0/8", "192.0.2.2", 7, EXCL), 0);
+	rc.n_paths = 0;
+	rc.flags = FIB_F_EXACT_METRIC;
+	assert_int_equal(fib_route_del(f, &rc, &err), -ESRCH);
+	fib_read_lock();
+	assert_non_null(fib_find_rcu(f, 0, &rc.dst, &n));
+	fib_read_unlock();
+	assert_int_equal(n, 2);
+	rc.flags = 0; /* netlink's delete: metric 0 matches any, the first goes */
+	assert_int_equal(fib_route_del(f, &rc, &err), 0);
+	fib_read_lock();
+	{
+		const struct fib_route *r = fib_find_rcu(f, 0, &rc.dst, &n);
+
+		assert_int_equal(n, 1);
+		assert_int_equal(r->metric, 7);
+	}
+	fib_read_unlock();
+	rc.dst.plen = 9;
+	fib_read_lock();
+	assert_null(fib_find_rcu(f, 0, &rc.dst, &n));
+	fib_read_unlock();
+	assert_int_equal(n, 0);
+}
+
 static void test_fib_random_churn_keeps_fib_consistent(void **state)
 {
 	static const unsigned int flag_sets[] = {
@@ -897,6 +931,7 @@ int main(void)
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),
 		T(test_fib_bulk_deletes_leave_a_valid_trie),
+		T(test_fib_exact_metric_delete_and_find),
 		T(test_fib_random_churn_keeps_fib_consistent),
 		T(test_fib_undo_reverts_edits_exactly),
 		T(test_fib_undo_release_keeps_edits),

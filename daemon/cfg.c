@@ -18,11 +18,17 @@
 #include "daemon/log.h"
 #include "lib/ctl.h"
 
-/* One config leaf's handler. @tree is the candidate config (with defaults). */
+/*
+ * One config leaf's handler. @tree is the candidate config (with
+ * defaults). prepare() may refuse and may set things aside (a bound
+ * socket); apply() cannot fail; abort() drops what prepare() set aside
+ * when the commit fails after it.
+ */
 struct cfg_handler {
 	const char *path; /* schema path, as lysc_path(LYSC_PATH_DATA) prints it */
 	int (*prepare)(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e);
 	void (*apply)(struct lcfibd *d, const struct lyd_node *tree, bool at_start);
+	void (*abort)(struct lcfibd *d);
 };
 
 #define CFG_TOP "/lcfib:lcfib"
@@ -206,12 +212,33 @@ static void cfg_changed(const struct lyd_node *diff, bool *which)
 	}
 }
 
+/* Calls abort() of the prepared handlers before @upto, each once. */
+static void cfg_abort(struct lcfibd *d, const bool *which, unsigned int upto)
+{
+	void (*last)(struct lcfibd *) = NULL;
+
+	for (unsigned int i = 0; i < upto; i++) {
+		if (which[i] && cfg_handlers[i].abort && cfg_handlers[i].abort != last) {
+			cfg_handlers[i].abort(d);
+			last = cfg_handlers[i].abort;
+		}
+	}
+}
+
 static int cfg_prepare(struct lcfibd *d, const bool *which, const struct lyd_node *tree,
 		       struct lcfibd_err *e)
 {
+	int (*last)(struct lcfibd *, const struct lyd_node *, struct lcfibd_err *) = NULL;
+
 	for (unsigned int i = 0; i < CFG_N_HANDLERS; i++) {
-		if (which[i] && cfg_handlers[i].prepare && cfg_handlers[i].prepare(d, tree, e))
+		/* A handler shared by several leaves prepares once. */
+		if (!which[i] || !cfg_handlers[i].prepare || cfg_handlers[i].prepare == last)
+			continue;
+		last = cfg_handlers[i].prepare;
+		if (cfg_handlers[i].prepare(d, tree, e)) {
+			cfg_abort(d, which, i);
 			return -1;
+		}
 	}
 	return 0;
 }
@@ -367,8 +394,10 @@ int cfg_init(struct lcfibd *d, bool check_only)
 	if (cfg_prepare(d, all, tree, &e))
 		goto fail_tree;
 	d->running = tree;
-	if (check_only)
+	if (check_only) {
+		cfg_abort(d, all, CFG_N_HANDLERS); /* what prepare() opened */
 		printf("%s: valid\n", d->config_path);
+	}
 	return 0;
 fail_tree:
 	lyd_free_all(tree);
@@ -391,8 +420,10 @@ static int cfg_commit(struct lcfibd *d, struct lyd_node *cand, bool persist, str
 	lyd_free_all(diff);
 	if (cfg_prepare(d, which, cand, e))
 		goto fail;
-	if (persist && cfg_persist(d, cand, e))
+	if (persist && cfg_persist(d, cand, e)) {
+		cfg_abort(d, which, CFG_N_HANDLERS);
 		goto fail;
+	}
 	lyd_free_all(d->running);
 	d->running = cand;
 	cfg_apply(d, which, cand, false);

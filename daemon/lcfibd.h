@@ -141,7 +141,7 @@ bool writer_busy(const struct writer *w);
 int cfg_init(struct lcfibd *d, bool check_only);
 /* Checks that every config leaf of the module has a handler; -1 and a log line when not. */
 int cfg_check_handlers(const struct lcfibd *d);
-/* Applies the running config to the daemon at start (every handler). */
+/* Applies the running config at start (every handler), once the loop and the writer run. */
 void cfg_apply_all(struct lcfibd *d);
 /* SIGHUP: re-reads the file and applies what changed; on error keeps the running config. */
 void cfg_reload(struct lcfibd *d);

@@ -484,7 +484,6 @@ int main(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	cfg_apply_all(&d);
 	ret = mkdir_for(d.socket_path);
 	d.socket_dir_ours = ret > 0 || (!socket_given && ret == 0);
 	if (ret < 0 || mkdir_for(d.pidfile) < 0 || mkdir_for(d.config_path) < 0)
@@ -503,6 +502,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	fib_reader_register();
+	/* The feeds need the loop and the writer: the config applies once both run. */
+	cfg_apply_all(&d);
 	log_notice("lcfibd %s serving on %s (state %s, sync-mem %llu)", PACKAGE_VERSION,
 		   d.socket_path, d.state_dir, (unsigned long long)fib_get_sync_mem(d.fib));
 	rpc_load_configured(&d, false);

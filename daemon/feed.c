@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The writer's side of every netlink feed: batches of messages decoded
+ * (lib/rtnl.h) and applied, in order, by the writer thread; and the
+ * bookkeeping of what a feed owns, so that a resync or a replay can sweep
+ * what was not announced again.
+ *
+ * Ownership is kept per route key (table, prefix, metric) and per nexthop
+ * object id, each with the generation that last announced it. A sync
+ * starts a new generation; its end deletes every key of an older one.
+ * Only the writer touches the sets; the loop talks to it through jobs.
+ */
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/feed.h"
+#include "daemon/lcfibd.h"
+#include "daemon/log.h"
+#include "lib/rtnl.h"
+
+#define FEED_SET_MIN 1024
+
+/* A route key the feed owns; gen 0 marks an empty slot. */
+struct feed_key {
+	uint8_t addr[16];
+	uint32_t table;
+	uint32_t metric;
+	uint32_t gen;
+	uint8_t plen;
+	uint8_t family;
+};
+
+struct feed_set {
+	struct feed_key *k;
+	size_t cap, n; /* cap: a power of two */
+};
+
+/* Nexthop object ids the feed owns. */
+struct feed_ids {
+	uint32_t *id, *gen;
+	size_t cap, n;
+};
+
+enum feed_job_kind {
+	FEED_JOB_MSGS,
+	FEED_JOB_SYNC_BEGIN,
+	FEED_JOB_SYNC_END,
+	FEED_JOB_FLUSH,
+	FEED_JOB_TABLES
+};
+
+struct feed_job {
+	struct writer_job job; /* first */
+	struct feed *f;
+	enum feed_job_kind kind;
+	size_t len;
+	uint8_t data[]; /* messages, or FEED_JOB_TABLES' table ids */
+};
+
+struct feed {
+	struct lcfibd *d;
+	char name[16];
+	/* writer only */
+	struct feed_set set;
+	struct feed_ids ids;
+	uint32_t gen;
+	uint32_t *tables;
+	unsigned int n_tables;
+	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
+	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
+	uint64_t dumps, resyncs, enobufs, swept, connects, refused;
+	pthread_mutex_t lock; /* last_error */
+	char last_error[256];
+};
+
+static void feed_inc(uint64_t *c, uint64_t n)
+{
+	__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+static void feed_dec(uint64_t *c, uint64_t n)
+{
+	__atomic_sub_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ key sets */
+
+static uint64_t feed_key_hash(const struct feed_key *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint8_t *p = k->addr;
+
+	for (unsigned int i = 0; i < 16; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	h = (h ^ k->table) * 1099511628211ull;
+	h = (h ^ k->metric) * 1099511628211ull;
+	h = (h ^ ((uint32_t)k->plen << 8 | k->family)) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static bool feed_key_eq(const struct feed_key *a, const struct feed_key *b)
+{
+	return a->table == b->table && a->metric == b->metric && a->plen == b->plen &&
+	       a->family == b->family && memcmp(a->addr, b->addr, 16) == 0;
+}
+
+/* The slot of @k, or the empty slot where it would go. */
+static struct feed_key *feed_set_slot(const struct feed_set *s, const struct feed_key *k)
+{
+	size_t i = feed_key_hash(k) & (s->cap - 1);
+
+	while (s->k[i].gen && !feed_key_eq(&s->k[i], k))
+		i = (i + 1) & (s->cap - 1);
+	return &s->k[i];
+}
+
+static int feed_set_grow(struct feed_set *s)
+{
+	struct feed_set n = { .cap = s->cap ? s->cap * 2 : FEED_SET_MIN };
+
+	n.k = calloc(n.cap, sizeof(*n.k));
+	if (!n.k)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		if (s->k[i].gen)
+			*feed_set_slot(&n, &s->k[i]) = s->k[i];
+	}
+	n.n = s->n;
+	free(s->k);
+	*s = n;
+	return 0;
+}
+
+static int feed_set_mark(struct feed_set *s, const struct feed_key *k, uint32_t gen)
+{
+	struct feed_key *slot;
+
+	if ((s->n + 1) * 2 > s->cap && feed_set_grow(s))
+		return -ENOMEM;
+	slot = feed_set_slot(s, k);
+	if (!slot->gen)
+		s->n++;
+	*slot = *k;
+	slot->gen = gen;
+	return 0;
+}
+
+/* Removes the slot at @i, moving later ones of its run back (linear probing). */
+static void feed_set_remove_at(struct feed_set *s, size_t i)
+{
+	size_t j = i;
+
+	s->k[i].gen = 0;
+	s->n--;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & (s->cap - 1);
+		if (!s->k[j].gen)
+			return;
+		home = feed_key_hash(&s->k[j]) & (s->cap - 1);
+		/* Move back unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		s->k[i] = s->k[j];
+		s->k[j].gen = 0;
+		i = j;
+	}
+}
+
+static uint32_t *feed_ids_slot(const struct feed_ids *s, uint32_t id)
+{
+	size_t i = ((uint64_t)id * 0x9e3779b97f4a7c15ull >> 32) & (s->cap - 1);
+
+	while (s->gen[i] && s->id[i] != id)
+		i = (i + 1) & (s->cap - 1);
+	return &s->id[i];
+}
+
+static int feed_ids_mark(struct feed_ids *s, uint32_t id, uint32_t gen)
+{
+	uint32_t *slot;
+
+	if ((s->n + 1) * 2 > s->cap) {
+		struct feed_ids n = { .cap = s->cap ? s->cap * 2 : 64 };
+
+		n.id = calloc(n.cap, sizeof(*n.id));
+		n.gen = calloc(n.cap, sizeof(*n.gen));
+		if (!n.id || !n.gen) {
+			free(n.id);
+			free(n.gen);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < s->cap; i++) {
+			if (s->gen[i]) {
+				slot = feed_ids_slot(&n, s->id[i]);
+				*slot = s->id[i];
+				n.gen[slot - n.id] = s->gen[i];
+			}
+		}
+		n.n = s->n;
+		free(s->id);
+		free(s->gen);
+		*s = n;
+	}
+	slot = feed_ids_slot(s, id);
+	if (!s->gen[slot - s->id])
+		s->n++;
+	*slot = id;
+	s->gen[slot - s->id] = gen;
+	return 0;
+}
+
+/* Forgets @id (nothing happens when it is not there); rebuilds the run after it. */
+static void feed_ids_forget(struct feed_ids *s, uint32_t id)
+{
+	size_t i;
+
+	if (!s->cap)
+		return;
+	i = (size_t)(feed_ids_slot(s, id) - s->id);
+	if (!s->gen[i])
+		return;
+	s->gen[i] = 0;
+	s->n--;
+	for (size_t j = (i + 1) & (s->cap - 1); s->gen[j]; j = (j + 1) & (s->cap - 1)) {
+		uint32_t rid = s->id[j], rgen = s->gen[j];
+
+		s->gen[j] = 0;
+		s->n--;
+		feed_ids_mark(s, rid, rgen);
+	}
+}
+
+/* ------------------------------------------------------------- applying */
+
+static void feed_error(struct feed *f, uint64_t *counter, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void feed_error(struct feed *f, uint64_t *counter, const char *fmt, ...)
+{
+	va_list ap;
+
+	feed_inc(counter, 1);
+	pthread_mutex_lock(&f->lock);
+	va_start(ap, fmt);
+	vsnprintf(f->last_error, sizeof(f->last_error), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&f->lock);
+	if (log_get_level() >= LOG_INFO)
+		log_info("%s feed: %s", f->name, f->last_error);
+}
+
+static bool feed_wants_table(const struct feed *f, uint32_t table)
+{
+	if (!f->n_tables)
+		return true;
+	for (unsigned int i = 0; i < f->n_tables; i++) {
+		if (f->tables[i] == table)
+			return true;
+	}
+	return false;
+}
+
+static void feed_key_of(struct feed_key *k, const struct fib_rcfg *rc)
+{
+	memset(k, 0, sizeof(*k));
+	memcpy(k->addr, rc->dst.a.b, 16);
+	k->table = rc->table ? rc->table : FIB_TABLE_MAIN;
+	k->metric = rc->metric;
+	k->plen = rc->dst.plen;
+	k->family = rc->dst.a.family;
+}
+
+/*
+ * A mirror makes the FIB say what the source says: a plain add (and every
+ * dumped route, which carries no flags) replaces the route of its prefix
+ * and metric; append and prepend (create without exclusive) keep their
+ * meaning.
+ */
+static unsigned int feed_add_flags(unsigned int nl)
+{
+	if (nl & FIB_F_APPEND)
+		return FIB_F_CREATE | FIB_F_APPEND;
+	if ((nl & (FIB_F_CREATE | FIB_F_EXCL | FIB_F_REPLACE)) == FIB_F_CREATE)
+		return FIB_F_CREATE;
+	return FIB_F_CREATE | FIB_F_REPLACE;
+}
+
+static void feed_route_add(struct feed *f, struct rtnl_route *r, struct errbuf *err)
+{
+	struct fib *fib = f->d->fib;
+	struct feed_key k;
+	struct fib_undo u;
+	int ret;
+
+	r->rc.flags = feed_add_flags(r->rc.flags);
+	ret = fib_route_add_undo(fib, &r->rc, &u, err);
+	if (ret) {
+		feed_error(f, &f->apply_errors, "%s", err->msg);
+		feed_inc(&f->d->ingest.rejected, 1);
+		return;
+	}
+	/* A record says whether a route went in and whether one came out. */
+	if (u.has_added && !u.has_removed)
+		feed_inc(&f->routes, 1);
+	fib_undo_release(fib, &u);
+	feed_key_of(&k, &r->rc);
+	if (feed_set_mark(&f->set, &k, f->gen))
+		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+	feed_inc(&f->route_updates, 1);
+	feed_inc(&f->d->ingest.applied, 1);
+}
+
+static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *err)
+{
+	int ret;
+
+	r->rc.flags = 0;
+	ret = fib_route_del(f->d->fib, &r->rc, err);
+	if (ret == -ESRCH) {
+		/* Already gone (a flush, a sweep, or a route we never had). */
+		feed_inc(&f->skipped, 1);
+		return;
+	}
+	if (ret) {
+		feed_error(f, &f->apply_errors, "%s", err->msg);
+		feed_inc(&f->d->ingest.rejected, 1);
+		return;
+	}
+	feed_dec(&f->routes, 1);
+	feed_inc(&f->route_updates, 1);
+	feed_inc(&f->d->ingest.applied, 1);
+}
+
+static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
+{
+	struct rtnl_route r;
+	struct errbuf err;
+	int ret = rtnl_decode_route(nlh, &r, &err);
+
+	if (ret == -EAFNOSUPPORT) {
+		feed_inc(&f->skipped, 1);
+		return;
+	}
+	if (ret) {
+		feed_error(f, &f->decode_errors, "%s", err.msg);
+		return;
+	}
+	r.rc.paths = r.paths;
+	if ((r.rtm_flags & RTM_F_CLONED) ||
+	    !feed_wants_table(f, r.rc.table ? r.rc.table : FIB_TABLE_MAIN)) {
+		feed_inc(&f->skipped, 1);
+		return;
+	}
+	if (r.del)
+		feed_route_del(f, &r, &err);
+	else
+		feed_route_add(f, &r, &err);
+}
+
+static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
+{
+	struct rtnl_nexthop n;
+	struct errbuf err;
+	int ret = rtnl_decode_nexthop(nlh, &n, &err);
+
+	if (ret == -EAFNOSUPPORT) {
+		feed_inc(&f->skipped, 1);
+		return;
+	}
+	if (ret) {
+		feed_error(f, &f->decode_errors, "%s", err.msg);
+		return;
+	}
+	if (n.del) {
+		ret = fib_nh_del(f->d->fib, n.cfg.id, &err);
+		if (!ret) {
+			feed_ids_forget(&f->ids, n.cfg.id);
+			__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+		} else if (ret != -ENOENT) {
+			feed_error(f, &f->apply_errors, "%s", err.msg);
+		}
+		return;
+	}
+	/* Dumps carry no flags; a mirror replaces what it had. */
+	ret = fib_nh_set(f->d->fib, &n.cfg, FIB_F_CREATE | FIB_F_REPLACE, &err);
+	if (ret) {
+		feed_error(f, &f->apply_errors, "%s", err.msg);
+		return;
+	}
+	if (feed_ids_mark(&f->ids, n.cfg.id, f->gen))
+		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
+	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+}
+
+static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
+{
+	const struct nlmsghdr *nlh;
+	struct errbuf err;
+	size_t off = 0;
+	int ret;
+
+	while ((ret = rtnl_next(buf, len, &off, &nlh, &err)) == 0) {
+		feed_inc(&f->messages, 1);
+		switch (nlh->nlmsg_type) {
+		case RTM_NEWROUTE:
+		case RTM_DELROUTE:
+			feed_route(f, nlh);
+			break;
+		case RTM_NEWNEXTHOP:
+		case RTM_DELNEXTHOP:
+			feed_nexthop(f, nlh);
+			break;
+		default:
+			/* Links, addresses, NLMSG_DONE: the loop's business. */
+			break;
+		}
+	}
+	if (ret != -ENODATA)
+		feed_error(f, &f->decode_errors, "%s", err.msg);
+}
+
+/* Deletes every route of @k; returns how many went. */
+static uint64_t feed_key_delete(struct feed *f, const struct feed_key *k)
+{
+	struct fib_rcfg rc;
+	uint64_t n = 0;
+
+	memset(&rc, 0, sizeof(rc));
+	rc.dst.a.family = k->family;
+	memcpy(rc.dst.a.b, k->addr, 16);
+	rc.dst.plen = k->plen;
+	rc.table = k->table;
+	rc.metric = k->metric;
+	rc.flags = FIB_F_EXACT_METRIC;
+	while (fib_route_del(f->d->fib, &rc, NULL) == 0)
+		n++;
+	return n;
+}
+
+/* Removes what generation @keep did not announce (all of it when @keep is 0). */
+static void feed_sweep(struct feed *f, uint32_t keep)
+{
+	uint64_t routes = 0, objects = 0;
+	struct errbuf err;
+
+	for (size_t i = 0; i < f->set.cap;) {
+		struct feed_key *k = &f->set.k[i];
+
+		if (!k->gen || k->gen == keep) {
+			i++;
+			continue;
+		}
+		routes += feed_key_delete(f, k);
+		/* Removing shifts a later key into slot i: look at it again. */
+		feed_set_remove_at(&f->set, i);
+	}
+	for (size_t i = 0; i < f->ids.cap; i++) {
+		uint32_t id = f->ids.id[i];
+
+		if (!f->ids.gen[i] || f->ids.gen[i] == keep)
+			continue;
+		if (fib_nh_del(f->d->fib, id, &err) == 0)
+			objects++;
+		feed_ids_forget(&f->ids, id);
+		i = (size_t)-1; /* the table moved: start over (sweeps are rare) */
+	}
+	feed_dec(&f->routes, routes > f->routes ? f->routes : routes);
+	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	feed_inc(&f->swept, routes + objects);
+	if (routes + objects)
+		log_notice(
+			"%s feed: swept %llu routes and %llu nexthop objects not announced again",
+			f->name, (unsigned long long)routes, (unsigned long long)objects);
+}
+
+static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct feed_job *j = (struct feed_job *)wj;
+	struct feed *f = j->f;
+
+	(void)d;
+	switch (j->kind) {
+	case FEED_JOB_MSGS:
+		feed_apply_msgs(f, j->data, j->len);
+		break;
+	case FEED_JOB_SYNC_BEGIN:
+		f->gen++;
+		if (!f->gen) /* 0 means an empty slot */
+			f->gen = 1;
+		break;
+	case FEED_JOB_SYNC_END:
+		feed_sweep(f, f->gen);
+		break;
+	case FEED_JOB_FLUSH:
+		feed_sweep(f, 0);
+		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
+		break;
+	case FEED_JOB_TABLES:
+		free(f->tables);
+		f->n_tables = (unsigned int)(j->len / sizeof(uint32_t));
+		f->tables = f->n_tables ? malloc(j->len) : NULL;
+		if (f->tables)
+			memcpy(f->tables, j->data, j->len);
+		else
+			f->n_tables = 0;
+		break;
+	}
+}
+
+static void feed_job_done(struct lcfibd *d, struct writer_job *wj)
+{
+	(void)d;
+	free(wj);
+}
+
+static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data, size_t len)
+{
+	struct feed_job *j = malloc(sizeof(*j) + len);
+
+	if (!j) {
+		feed_error(f, &f->apply_errors, "out of memory queueing %zu bytes", len);
+		return -ENOMEM;
+	}
+	memset(j, 0, sizeof(*j));
+	j->job.run = feed_job_run;
+	j->job.done = feed_job_done;
+	j->f = f;
+	j->kind = kind;
+	j->len = len;
+	if (len)
+		memcpy(j->data, data, len);
+	writer_submit(f->d->writer, &j->job);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the API */
+
+struct feed *feed_new(struct lcfibd *d, const char *name)
+{
+	struct feed *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->d = d;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->gen = 1;
+	pthread_mutex_init(&f->lock, NULL);
+	return f;
+}
+
+void feed_free(struct feed *f)
+{
+	if (!f)
+		return;
+	free(f->set.k);
+	free(f->ids.id);
+	free(f->ids.gen);
+	free(f->tables);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+const char *feed_name(const struct feed *f)
+{
+	return f->name;
+}
+
+void feed_set_tables(struct feed *f, const uint32_t *ids, unsigned int n)
+{
+	feed_queue(f, FEED_JOB_TABLES, ids, n * sizeof(*ids));
+}
+
+int feed_submit(struct feed *f, const void *msgs, size_t len)
+{
+	return len ? feed_queue(f, FEED_JOB_MSGS, msgs, len) : 0;
+}
+
+void feed_sync_begin(struct feed *f)
+{
+	feed_queue(f, FEED_JOB_SYNC_BEGIN, NULL, 0);
+}
+
+void feed_sync_end(struct feed *f)
+{
+	feed_queue(f, FEED_JOB_SYNC_END, NULL, 0);
+}
+
+void feed_flush(struct feed *f)
+{
+	feed_queue(f, FEED_JOB_FLUSH, NULL, 0);
+}
+
+void feed_count(struct feed *f, enum feed_counter c)
+{
+	uint64_t *const counters[] = {
+		[FEED_DUMP] = &f->dumps,      [FEED_RESYNC] = &f->resyncs,
+		[FEED_ENOBUFS] = &f->enobufs, [FEED_CONNECT] = &f->connects,
+		[FEED_REFUSED] = &f->refused, [FEED_DECODE_ERROR] = &f->decode_errors,
+	};
+
+	feed_inc(counters[c], 1);
+}
+
+void feed_set_error(struct feed *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&f->lock);
+	va_start(ap, fmt);
+	vsnprintf(f->last_error, sizeof(f->last_error), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void feed_get_stats(const struct feed *f, struct feed_stats *st)
+{
+	struct feed *mf = (struct feed *)f;
+
+#define FEED_LOAD(x) __atomic_load_n(&f->x, __ATOMIC_RELAXED)
+	st->messages = FEED_LOAD(messages);
+	st->routes = FEED_LOAD(routes);
+	st->nexthops = FEED_LOAD(nexthops);
+	st->route_updates = FEED_LOAD(route_updates);
+	st->skipped = FEED_LOAD(skipped);
+	st->decode_errors = FEED_LOAD(decode_errors);
+	st->apply_errors = FEED_LOAD(apply_errors);
+	st->dumps = FEED_LOAD(dumps);
+	st->resyncs = FEED_LOAD(resyncs);
+	st->enobufs = FEED_LOAD(enobufs);
+	st->swept = FEED_LOAD(swept);
+	st->connects = FEED_LOAD(connects);
+	st->refused = FEED_LOAD(refused);
+#undef FEED_LOAD
+	pthread_mutex_lock(&mf->lock);
+	memcpy(st->last_error, f->last_error, sizeof(st->last_error));
+	pthread_mutex_unlock(&mf->lock);
+}

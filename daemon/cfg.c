@@ -137,18 +137,18 @@ static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree,
 }
 
 static const struct cfg_handler cfg_handlers[] = {
-	{ CFG_TOP "/sync-mem", NULL, cfg_apply_sync_mem },
-	{ CFG_TOP "/log-level", NULL, cfg_apply_log_level },
-	{ CFG_TOP "/admin-group", cfg_prepare_admin_group, cfg_apply_admin_group },
-	{ CFG_TOP "/feeds/kernel/enabled", cfg_prepare_kernel, cfg_apply_feed_setting },
-	{ CFG_TOP "/feeds/kernel/table", NULL, cfg_apply_feed_setting },
-	{ CFG_TOP "/feeds/kernel/receive-buffer", NULL, cfg_apply_feed_setting },
-	{ CFG_TOP "/feeds/fpm/enabled", cfg_prepare_fpm, cfg_apply_feed_setting },
-	{ CFG_TOP "/feeds/fpm/address", NULL, cfg_apply_feed_setting },
-	{ CFG_TOP "/feeds/fpm/port", NULL, cfg_apply_feed_setting },
-	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files },
-	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files },
-	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files },
+	{ CFG_TOP "/sync-mem", NULL, cfg_apply_sync_mem, NULL },
+	{ CFG_TOP "/log-level", NULL, cfg_apply_log_level, NULL },
+	{ CFG_TOP "/admin-group", cfg_prepare_admin_group, cfg_apply_admin_group, NULL },
+	{ CFG_TOP "/feeds/kernel/enabled", cfg_prepare_kernel, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/kernel/table", NULL, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/kernel/receive-buffer", NULL, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/fpm/enabled", cfg_prepare_fpm, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/fpm/address", NULL, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/fpm/port", NULL, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
+	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
+	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },
 };
 
 #define CFG_N_HANDLERS (sizeof(cfg_handlers) / sizeof(cfg_handlers[0]))

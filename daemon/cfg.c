@@ -91,41 +91,92 @@ static void cfg_apply_admin_group(struct lcfibd *d, const struct lyd_node *tree,
 	d->admin_gid = g ? g->gr_gid : 0;
 }
 
-/* The feeds arrive with the netlink work; until then enabling one is refused, not ignored. */
-static int cfg_prepare_feed(const struct lyd_node *tree, const char *name, struct lcfibd_err *e)
+/* A table-id: a number, or the name of a well-known table (the schema's enum). */
+static uint32_t cfg_table_id(const char *v)
 {
-	char path[64];
-	const char *v;
+	if (strcmp(v, "main") == 0)
+		return 254;
+	if (strcmp(v, "local") == 0)
+		return 255;
+	if (strcmp(v, "default") == 0)
+		return 253;
+	return (uint32_t)strtoul(v, NULL, 10);
+}
 
-	snprintf(path, sizeof(path), "feeds/%s/enabled", name);
-	v = cfg_value(tree, path);
-	if (v && strcmp(v, "true") == 0) {
-		lcfibd_err_set(e, CTL_TAG_UNSUPPORTED, CFG_TOP "/feeds/%s/enabled" + 0,
-			       "the %s feed is not available in this version of lcfibd", name);
-		snprintf(e->path, sizeof(e->path), CFG_TOP "/%s", path);
+/* The kernel feed's settings in @tree (validated: the values are in range). */
+static int cfg_kernel(const struct lyd_node *tree, struct feed_kernel_cfg *kc, struct lcfibd_err *e)
+{
+	const char *v = cfg_value(tree, "feeds/kernel/enabled");
+	struct ly_set *set = NULL;
+
+	memset(kc, 0, sizeof(*kc));
+	kc->enabled = v && strcmp(v, "true") == 0;
+	v = cfg_value(tree, "feeds/kernel/receive-buffer");
+	kc->receive_buffer = v ? (uint32_t)strtoul(v, NULL, 10) : 33554432;
+	if (lyd_find_xpath(tree, CFG_TOP "/feeds/kernel/table", &set) != LY_SUCCESS) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/feeds/kernel/table",
+			       "cannot read the kernel feed's tables");
 		return -1;
 	}
+	if (set->count > sizeof(kc->tables) / sizeof(kc->tables[0])) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/feeds/kernel/table",
+			       "the kernel feed mirrors at most %zu tables (or all: none given)",
+			       sizeof(kc->tables) / sizeof(kc->tables[0]));
+		ly_set_free(set, NULL);
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count; i++)
+		kc->tables[kc->n_tables++] = cfg_table_id(lyd_get_value(set->dnodes[i]));
+	ly_set_free(set, NULL);
 	return 0;
 }
 
 static int cfg_prepare_kernel(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
 {
-	(void)d;
-	return cfg_prepare_feed(tree, "kernel", e);
+	struct feed_kernel_cfg kc;
+
+	if (cfg_kernel(tree, &kc, e))
+		return -1;
+	return feed_kernel_prepare(d, &kc, e) ? -1 : 0;
 }
 
-static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+static void cfg_apply_kernel(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
-	(void)d;
-	return cfg_prepare_feed(tree, "fpm", e);
-}
-
-/* Settings of a feed that is off: kept in the config, read when the feed starts. */
-static void cfg_apply_feed_setting(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
-{
-	(void)d;
 	(void)tree;
 	(void)at_start;
+	feed_kernel_apply(d);
+}
+
+/* feeds/fpm from the candidate @tree (with defaults). */
+static void cfg_fpm_read(const struct lyd_node *tree, struct feed_fpm_cfg *c)
+{
+	const char *v;
+
+	memset(c, 0, sizeof(*c));
+	v = cfg_value(tree, "feeds/fpm/enabled");
+	c->enabled = v && strcmp(v, "true") == 0;
+	v = cfg_value(tree, "feeds/fpm/address");
+	snprintf(c->address, sizeof(c->address), "%s", v ? v : "127.0.0.1");
+	v = cfg_value(tree, "feeds/fpm/port");
+	c->port = (uint16_t)(v ? strtoul(v, NULL, 10) : 2620);
+	v = cfg_value(tree, "feeds/fpm/replay-settle");
+	c->replay_settle_ms = (uint32_t)(v ? strtoul(v, NULL, 10) : 3000);
+}
+
+/* Every feeds/fpm leaf: the feed binds its listener here, so a port in use refuses the edit. */
+static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	struct feed_fpm_cfg c;
+
+	cfg_fpm_read(tree, &c);
+	return feed_fpm_prepare(d, &c, e) ? -1 : 0;
+}
+
+static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	(void)tree;
+	(void)at_start;
+	feed_fpm_apply(d);
 }
 
 /* A route file added to the config is loaded now; at start main.c loads them all. */
@@ -140,12 +191,15 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/sync-mem", NULL, cfg_apply_sync_mem, NULL },
 	{ CFG_TOP "/log-level", NULL, cfg_apply_log_level, NULL },
 	{ CFG_TOP "/admin-group", cfg_prepare_admin_group, cfg_apply_admin_group, NULL },
-	{ CFG_TOP "/feeds/kernel/enabled", cfg_prepare_kernel, cfg_apply_feed_setting, NULL },
-	{ CFG_TOP "/feeds/kernel/table", NULL, cfg_apply_feed_setting, NULL },
-	{ CFG_TOP "/feeds/kernel/receive-buffer", NULL, cfg_apply_feed_setting, NULL },
-	{ CFG_TOP "/feeds/fpm/enabled", cfg_prepare_fpm, cfg_apply_feed_setting, NULL },
-	{ CFG_TOP "/feeds/fpm/address", NULL, cfg_apply_feed_setting, NULL },
-	{ CFG_TOP "/feeds/fpm/port", NULL, cfg_apply_feed_setting, NULL },
+	{ CFG_TOP "/feeds/kernel/enabled", cfg_prepare_kernel, cfg_apply_kernel,
+	  feed_kernel_abort },
+	{ CFG_TOP "/feeds/kernel/table", cfg_prepare_kernel, cfg_apply_kernel, feed_kernel_abort },
+	{ CFG_TOP "/feeds/kernel/receive-buffer", cfg_prepare_kernel, cfg_apply_kernel,
+	  feed_kernel_abort },
+	{ CFG_TOP "/feeds/fpm/enabled", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/address", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/port", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/replay-settle", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },

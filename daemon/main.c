@@ -434,6 +434,9 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 		writer_stop(d->writer);
 		/* Jobs that finished after the loop stopped: their clients are gone. */
 	}
+	/* The feeds' jobs have run: their sockets close and their books go, before the FIB. */
+	feed_kernel_stop(d);
+	feed_fpm_stop(d);
 	if (d->fib) {
 		fib_reclaim_barrier(d->fib);
 		fib_destroy(d->fib);

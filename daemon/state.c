@@ -253,6 +253,63 @@ static bool state_wants_tables(const char *xpath)
 	       strchr(xpath, '*') != NULL;
 }
 
+static int state_feed(struct lyd_node *feeds, const char *name, bool running,
+		      const struct feed_stats *fs, const char *peer, time_t since)
+{
+	struct lyd_node *n;
+	int ret;
+
+	if (lyd_new_list(feeds, NULL, "feed", 0, &n, name) != LY_SUCCESS)
+		return -1;
+	ret = state_term(n, "running", "%s", running ? "true" : "false");
+	if (peer && peer[0])
+		ret |= state_term(n, "peer", "%s", peer);
+	if (since) {
+		char when[64];
+		struct tm tm;
+
+		gmtime_r(&since, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ret |= state_term(n, "connected-since", "%s", when);
+	}
+	ret |= state_u64(n, "messages", fs->messages);
+	ret |= state_u64(n, "routes", fs->routes);
+	ret |= state_u64(n, "nexthop-objects", fs->nexthops);
+	ret |= state_u64(n, "route-updates", fs->route_updates);
+	ret |= state_u64(n, "skipped", fs->skipped);
+	ret |= state_u64(n, "decode-errors", fs->decode_errors);
+	ret |= state_u64(n, "apply-errors", fs->apply_errors);
+	ret |= state_u64(n, "dumps", fs->dumps);
+	ret |= state_u64(n, "resyncs", fs->resyncs);
+	ret |= state_u64(n, "enobufs", fs->enobufs);
+	ret |= state_u64(n, "swept", fs->swept);
+	ret |= state_u64(n, "connects", fs->connects);
+	ret |= state_u64(n, "refused", fs->refused);
+	if (fs->last_error[0])
+		ret |= state_term(n, "last-error", "%s", fs->last_error);
+	return ret;
+}
+
+static int state_feeds(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lyd_node *n = state_inner(st, "feeds");
+	struct feed_stats fs;
+	char peer[128] = "";
+	time_t since = 0;
+	bool running;
+	int ret;
+
+	if (!n)
+		return -1;
+	memset(&fs, 0, sizeof(fs));
+	running = feed_kernel_stats(d, &fs);
+	ret = state_feed(n, "kernel", running, &fs, NULL, 0);
+	memset(&fs, 0, sizeof(fs));
+	running = feed_fpm_stats(d, &fs, peer, sizeof(peer), &since);
+	ret |= state_feed(n, "fpm", running, &fs, peer, since);
+	return ret;
+}
+
 int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 {
 	struct lyd_node *st = state_inner(top, "state");
@@ -276,6 +333,7 @@ int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 	ret |= state_reclaim(st, &fs.reclaim);
 	ret |= state_memory(st, &fs.mem);
 	ret |= state_ingest(d, st);
+	ret |= state_feeds(d, st);
 	ret |= state_control(d, st);
 	return ret ? -1 : 0;
 }

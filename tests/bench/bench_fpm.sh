@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# The FPM feed's ingest rate, end to end: the full BGP table (901,899 IPv4
+# and 160,147 IPv6 prefixes) sent to lcfibd over FPM, timed from the first
+# frame until lcfibd holds every route (its state's route count, polled every
+# 20 ms).
+#
+# 1. Our sender (tests/e2e/fpm_send.py): the streams are built beforehand
+#    and saved, then sent as fast as the socket takes them, so that the
+#    figure is lcfibd's and not Python's. Streams: one route a frame as
+#    zebra frames them, with and without nexthop objects; 64 routes a frame;
+#    and the table again as updates (DEL+NEW in one frame, moving every route
+#    onto a nexthop object), timed until the last route moved.
+# 2. FRR zebra (when frr is installed and we are root): the table as kernel
+#    routes (proto static, blackhole) in a network namespace, which zebra
+#    learns at start and sends over FPM. Zebra alone (no FPM module), until
+#    its RIB holds them all; then zebra with lcfibd as its FPM peer, until
+#    lcfibd holds them all; nexthop groups on and off. CPU seconds of each
+#    process show who the bottleneck is.
+#
+# Usage: tests/bench/bench_fpm.sh [BUILDDIR] [RUNS] [--no-zebra|--zebra-only]   (RUNS: default 3)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$top}" && pwd)
+runs=${2:-3}
+zebra=${3:-}
+tmp=$(mktemp -d /tmp/lcfib-bench-fpm.XXXXXX)
+chmod 0755 "$tmp"
+ns_pid=
+cleanup()
+{
+	local f
+	for f in "$tmp"/*.pid; do
+		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+	done
+	[ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+send=("python3" "$top/tests/e2e/fpm_send.py")
+ctl() { python3 "$top/tests/e2e/ctl.py" "$tmp/sock" "$@"; }
+now() { date +%s.%N; }
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+full=$top/tests/data/fullview-2024.txt.gz
+n=1062046
+v4=901899
+v6=160147
+
+# start_lcfibd [WRAP...]: a fresh lcfibd with the FPM feed on $port.
+start_lcfibd()
+{
+	rm -rf "$tmp/state"
+	printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"port":%s,"replay-settle":5000}}}}\n' \
+		"$port" >"$tmp/lcfibd.json"
+	"$@" "$build/daemon/lcfibd" -f -c "$tmp/lcfibd.json" -s "$tmp/sock" -S "$tmp/state" \
+		-p "$tmp/lcfibd.pid" -y "$top/yang" -d warning 2>>"$tmp/lcfibd.log" &
+	for _ in $(seq 200); do ctl get state /lcfib:lcfib/state/daemon/pid >/dev/null 2>&1 && return; sleep 0.05; done
+	echo "lcfibd did not start:" >&2
+	cat "$tmp/lcfibd.log" >&2
+	exit 1
+}
+stop_pid()
+{
+	local pid
+	pid=$(cat "$tmp/$1.pid")
+	kill "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	rm -f "$tmp/$1.pid"
+}
+peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$(cat "$tmp/lcfibd.pid")/status"; }
+# cpu_s NAME: user+system seconds of the process in $tmp/NAME.pid, every thread.
+cpu_s()
+{
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$(cat "$tmp/$1.pid")/stat"
+}
+held() { echo $(($(ctl value /lcfib:lcfib/state/routes/ipv4) + $(ctl value /lcfib:lcfib/state/routes/ipv6))); }
+
+echo "# bench_fpm: the full table, $n routes; best of $runs; $(nproc) cpus, $(uname -r)"
+printf '%-52s %8s %12s %9s %9s\n' what seconds routes/s peak-MiB lcfibd-cpu
+row() { printf '%-52s %8.3f %12.0f %9s %9s\n' "$1" "$2" "$(echo "$3 / $2" | bc -l)" "$4" "$5"; }
+if [ "$zebra" != --zebra-only ]; then
+echo "# building the streams..."
+"${send[@]}" --save "$tmp/plain.fpm" bulk "$full" >/dev/null
+"${send[@]}" --save "$tmp/nhg.fpm" bulk "$full" --nhg 100 >/dev/null
+"${send[@]}" --save "$tmp/x64.fpm" bulk "$full" --per-frame 64 >/dev/null
+"${send[@]}" --save "$tmp/update.fpm" bulk "$full" --update --nhg 100 >/dev/null
+
+for stream in plain nhg x64; do
+	case $stream in
+	plain) what="sender: 1 route a frame (zebra's framing)" ;;
+	nhg) what="sender: 1 route a frame, nexthop objects" ;;
+	x64) what="sender: 64 routes a frame" ;;
+	esac
+	results=()
+	for _ in $(seq "$runs"); do
+		start_lcfibd
+		out=$("${send[@]}" --port "$port" --wait-routes "$tmp/sock" "$n" replay "$tmp/$stream.fpm" | tail -1)
+		t=$(echo "$out" | sed -E 's/.* ([0-9.]+) s after the first frame.*/\1/')
+		results+=("$t $(peak_rss_mib) $(cpu_s lcfibd)")
+		stop_pid lcfibd
+	done
+	read -r t rss cpu < <(printf '%s\n' "${results[@]}" | sort -n | head -1)
+	row "$what" "$t" "$n" "$rss" "$cpu"
+done
+
+# Updates: the table is there (one anonymous nexthop per family); the
+# update stream moves every route onto an object; done when no route keeps
+# an anonymous nexthop.
+results=()
+for _ in $(seq "$runs"); do
+	start_lcfibd
+	"${send[@]}" --port "$port" --wait-routes "$tmp/sock" "$n" replay "$tmp/plain.fpm" >/dev/null
+	c0=$(cpu_s lcfibd)
+	t0=$(now)
+	"${send[@]}" --port "$port" replay "$tmp/update.fpm" >/dev/null
+	while [ "$(ctl value /lcfib:lcfib/state/routes/nexthops)" != 0 ]; do sleep 0.02; done
+	t1=$(now)
+	[ "$(held)" = "$n" ] || { echo "lcfibd holds $(held) routes after the updates" >&2; exit 1; }
+	results+=("$(echo "$t1 - $t0" | bc -l) $(peak_rss_mib) $(echo "$(cpu_s lcfibd) - $c0" | bc -l)")
+	stop_pid lcfibd
+done
+read -r t rss cpu < <(printf '%s\n' "${results[@]}" | sort -n | head -1)
+row "sender: updates, DEL+NEW a frame (2 messages)" "$t" "$n" "$rss" "$cpu"
+fi
+
+# ------------------------------------------------------------------ zebra
+if [ "$zebra" = --no-zebra ]; then
+	exit 0
+fi
+if [ "$(id -u)" != 0 ] || [ ! -x /usr/lib/frr/zebra ] || ! id frr >/dev/null 2>&1; then
+	echo "# zebra: skipped (needs root and Debian's frr package)"
+	exit 0
+fi
+ns() { nsenter -t "$ns_pid" -n "$@"; }
+unshare -n sleep 100000 &
+ns_pid=$!
+sleep 0.1
+ns ip link set lo up
+chown frr:frr "$tmp"
+echo "# zebra: loading the table into the namespace's kernel (ip -batch, about a minute)..."
+zcat "$full" | tr -d '\r' | sed 's/^/route add blackhole /; s/$/ proto static/' >"$tmp/kernel.batch"
+ns ip -batch "$tmp/kernel.batch"
+
+# zebra_run FPM(yes|no) NHG(yes|no): starts zebra; returns once it is up.
+zebra_run()
+{
+	{
+		echo "hostname zebra"
+		echo "log file $tmp/zebra.log warnings"
+		if [ "$1" = yes ]; then
+			echo "fpm address 127.0.0.1 port $port"
+			[ "$2" = no ] && echo "no fpm use-next-hop-groups"
+		fi
+	} >"$tmp/zebra.conf"
+	local mod=()
+	[ "$1" = yes ] && mod=(-M dplane_fpm_nl)
+	ns /usr/lib/frr/zebra "${mod[@]}" -f "$tmp/zebra.conf" -i "$tmp/zebra.pid" -z "$tmp/zserv.api" \
+		--vty_socket "$tmp" >>"$tmp/zebra.out" 2>&1 &
+	for _ in $(seq 200); do [ -s "$tmp/zebra.pid" ] && return; sleep 0.05; done
+	echo "zebra did not start:" >&2
+	cat "$tmp/zebra.out" >&2
+	exit 1
+}
+rib_kernel()
+{
+	vtysh --vty_socket "$tmp" -c "show $1 route summary" 2>/dev/null | awk '/^kernel/ { print $2 }'
+}
+
+t0=$(now)
+zebra_run no no
+until [ "$(rib_kernel ip)" = "$v4" ] && [ "$(rib_kernel ipv6)" = "$v6" ]; do sleep 0.2; done
+t=$(echo "$(now) - $t0" | bc -l)
+zcpu=$(cpu_s zebra)
+stop_pid zebra
+printf '%-52s %8.3f %12.0f %9s %9s   zebra-cpu %s\n' "zebra alone: its RIB holds the table" "$t" \
+	"$(echo "$n / $t" | bc -l)" - - "$zcpu"
+
+for nhg in yes no; do
+	start_lcfibd nsenter -t "$ns_pid" -n
+	t0=$(now)
+	zebra_run yes "$nhg"
+	until [ "$(held)" = "$n" ]; do sleep 0.2; done
+	t=$(echo "$(now) - $t0" | bc -l)
+	zcpu=$(cpu_s zebra)
+	printf '%-52s %8.3f %12.0f %9s %9s   zebra-cpu %s\n' \
+		"zebra -> lcfibd over FPM, nexthop groups $([ "$nhg" = yes ] && echo on || echo off)" \
+		"$t" "$(echo "$n / $t" | bc -l)" "$(peak_rss_mib)" "$(cpu_s lcfibd)" "$zcpu"
+	stop_pid zebra
+	stop_pid lcfibd
+done

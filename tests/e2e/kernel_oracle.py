@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""The kernel as the oracle of lcfibd's kernel feed (tests/e2e/test_kernel.sh).
+
+  kernel_oracle.py batch FULLVIEW_GZ N4 N6 SEED [STRIDE]
+      prints an `ip -batch` file: N4 IPv4 and N6 IPv6 prefixes of the full
+      view ("all": all of them; every STRIDE-th one), via 198.18.0.2..9 and
+      2001:db8:ff::2..9 on v0.
+  kernel_oracle.py converge SOCK NETNS TIMEOUT [TABLE,...] [--sample=N,SEED]
+      polls until lcfibd's routes (every table, both families) are the
+      kernel's (`ip -N -j route show table all`; only those of the tables
+      given, when given), as multisets of (family, table, prefix, type,
+      protocol, scope, metric, nexthop id, paths); exits 1 with the
+      differences when TIMEOUT seconds pass first. With --sample, tables
+      of more than 100k routes are compared by their counts and by all
+      their routes within N random /10s (IPv4) or /20s (IPv6).
+  kernel_oracle.py count SOCK NETNS TIMEOUT
+      the same for the numbers of routes only (cheap: for a full table).
+  kernel_oracle.py lookups SOCK N SEED
+      run inside the namespace: N addresses (within the kernel's prefixes
+      and anywhere) looked up in the kernel (RTM_GETROUTE with
+      RTM_F_FIB_MATCH, as `ip route get fibmatch`) and in lcfibd (tables
+      local, main, default: the kernel's default rules); their prefixes and
+      types must agree; exits 1 when one does not.
+
+Decision: the feed mirrors every table when none is configured, the local
+table's local and broadcast routes and IPv6's multicast routes too, so all
+of them are compared.
+"""
+import gzip
+import ipaddress
+import json
+import os
+import random
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ctl  # noqa: E402
+
+TYPES = {1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast",
+         6: "blackhole", 7: "unreachable", 8: "prohibit", 9: "throw"}
+# Types whose device the kernel reports but that forward nowhere.
+NO_PATHS = {"blackhole", "unreachable", "prohibit", "throw"}
+TABLE_NAMES = {"main": 254, "local": 255, "default": 253}
+
+
+def fullview(path):
+    v4, v6 = [], []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            p = line.strip()
+            if p:
+                (v6 if ":" in p else v4).append(p)
+    return v4, v6
+
+
+def pick(lst, n, stride):
+    lst = lst[::stride]
+    return lst if n == "all" else lst[:int(n)]
+
+
+def cmd_batch(args):
+    gz, n4, n6, seed = args[0], args[1], args[2], int(args[3])
+    stride = int(args[4]) if len(args) > 4 else 1
+    rnd = random.Random(seed)
+    v4, v6 = fullview(gz)
+    out = sys.stdout
+    for p in pick(v4, n4, stride):
+        out.write("route add %s via 198.18.0.%d\n" % (p, rnd.randint(2, 9)))
+    for p in pick(v6, n6, stride):
+        out.write("route add %s via 2001:db8:ff::%d\n" % (p, rnd.randint(2, 9)))
+
+
+# ------------------------------------------------------------- the kernel
+
+def ip_json(netns, family):
+    cmd = ["ip"] + (["-n", netns] if netns else []) + \
+        ["-N", "-j", "-%d" % family, "route", "show", "table", "all"]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout
+    return json.loads(out or b"[]")
+
+
+def canon_prefix(dst, family):
+    """ip prints prefixes as inet_ntop does, as lcfibd does; a host route without its length."""
+    if dst == "default":
+        return "0.0.0.0/0" if family == 4 else "::/0"
+    if "/" not in dst:
+        return dst + ("/32" if family == 4 else "/128")
+    return dst
+
+
+def num(v, default):
+    if v is None:
+        return default
+    return int(v) if str(v).isdigit() else v
+
+
+def kernel_key(r, family):
+    rtype = r.get("type", "unicast")
+    rtype = TYPES.get(int(rtype), rtype) if str(rtype).isdigit() else rtype
+    table = r.get("table", "254")
+    table = TABLE_NAMES.get(table, table)
+    paths = ()
+    if rtype not in NO_PATHS:
+        hops = r.get("nexthops") or [r]
+        paths = tuple(sorted((h.get("gateway"), h.get("dev"), int(h.get("weight", 1)))
+                             for h in hops if h.get("gateway") or h.get("dev")))
+    return ("ipv%d" % family, int(table), canon_prefix(r["dst"], family), rtype,
+            num(r.get("protocol"), 3), num(r.get("scope"), 0), int(r.get("metric", 0)),
+            int(r.get("nhid", 0)), paths)
+
+
+def kernel_routes(netns, cut=None):
+    """The kernel's routes, of the tables in @cut only those within their
+    blocks (see lcfib_routes); and the number of routes of every table."""
+    routes, n = [], {}
+    sets = {k: {block_of(b) for b in v} for k, v in (cut or {}).items()}
+    for family in (4, 6):
+        fam = "ipv%d" % family
+        for r in ip_json(netns, family):
+            if "dst" not in r:
+                continue
+            table = int(TABLE_NAMES.get(r.get("table", "254"), r.get("table", "254")))
+            n[(table, fam)] = n.get((table, fam), 0) + 1
+            blocks = sets.get((table, fam))
+            if blocks is None or block_of(canon_prefix(r["dst"], family)) in blocks:
+                routes.append(kernel_key(r, family))
+    return routes, n
+
+
+def kernel_count(netns):
+    n = 0
+    for family in (4, 6):
+        cmd = ["ip", "-n", netns, "-o", "-%d" % family, "route", "show", "table", "all"]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout
+        n += out.count(b"\n")
+    return n
+
+
+# ---------------------------------------------------------------- lcfibd
+
+def lcfib_tables(c):
+    st = c.state("/lcfib:lcfib/state/table")
+    return [(int(t["id"]), t["family"], int(t.get("routes", 0))) for t in st.get("table", [])]
+
+
+def lcfib_key(r, family):
+    rtype = r.get("type", "unicast")
+    paths = ()
+    if rtype not in NO_PATHS:
+        paths = tuple(sorted((h.get("gateway"), h.get("interface"), int(h.get("weight", 1)))
+                             for h in r.get("nexthop", [])))
+    return (family, int(r["table"]), r["prefix"], rtype,
+            int(r.get("protocol", 0)), int(r.get("scope", 0)), int(r.get("metric", 0)),
+            int(r.get("nexthop-id", 0)), paths)
+
+
+# The routes RPC builds its whole reply as one libyang tree, which costs
+# the square of its length: ask for at most this many routes at a time.
+CHUNK = 1000
+# Tables with more routes are compared in samples, when asked (a full table
+# takes minutes to list): their counts, and all routes within random blocks.
+BIG = 100000
+
+
+def lcfib_within(c, table, prefix):
+    """lcfibd's routes of @table within @prefix, fetched in chunks: a reply
+    cut at CHUNK routes is split into the prefix's two halves. The routes
+    of exactly @prefix come first in a cut reply: the walk goes in key order
+    and @prefix's key is the lowest within it."""
+    ok, reply = c.rpc({"lcfib:routes": {"table": table, "prefix": prefix, "limit": CHUNK}})
+    if not ok:
+        raise AssertionError("routes of table %d within %s: %s" % (table, prefix, reply))
+    out = reply.get("lcfib:routes", {})
+    routes = out.get("route", [])
+    if not out.get("truncated"):
+        return routes
+    net = ipaddress.ip_network(prefix)
+    exact = [r for r in routes if ipaddress.ip_network(r["prefix"]) == net]
+    for half in net.subnets(1):
+        exact += lcfib_within(c, table, str(half))
+    return exact
+
+
+class Moving(Exception):
+    """lcfibd's tables changed while they were read."""
+
+
+# Samples are blocks of this length: ~1000 routes each in a full view.
+BLOCK = {"ipv4": 10, "ipv6": 20}
+
+
+def block_name(version, n):
+    bits = 32 if version == 4 else 128
+    blen = BLOCK["ipv%d" % version]
+    return str(ipaddress.ip_network((n << (bits - blen), blen)))
+
+
+def blocks_of(family, sample, seed):
+    """@sample random blocks of a family's unicast space."""
+    rnd = random.Random(seed)
+    if family == "ipv4":
+        return [block_name(4, b) for b in rnd.sample(range(1 << 8, 224 << 2), sample)]
+    return [block_name(6, b) for b in rnd.sample(range(0x2000 << 4, 0x4000 << 4), sample)]
+
+
+def block_of(prefix):
+    """The number of @prefix's block (as block_name() takes it); None when
+    the prefix is shorter than a block."""
+    addr, plen = prefix.split("/")
+    v6 = ":" in addr
+    blen = BLOCK["ipv6" if v6 else "ipv4"]
+    if int(plen) < blen:
+        return None
+    raw = socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, addr)
+    return int.from_bytes(raw, "big") >> (len(raw) * 8 - blen)
+
+
+def sample_cut(tables, sample):
+    """The blocks {(table, family): [prefixes]} to compare the tables of more
+    than BIG routes in: @sample[0] random ones (seed @sample[1])."""
+    if not sample:
+        return {}
+    return {(t, f): blocks_of(f, *sample) for t, f, n in tables if n > BIG}
+
+
+def lcfib_routes(c, tables, cut):
+    """lcfibd's routes: of the tables in @cut, those within their blocks."""
+    routes = []
+    for table, family, n in tables:
+        if not n:
+            continue
+        if (table, family) in cut:
+            got = []
+            for b in cut[(table, family)]:
+                got += lcfib_within(c, table, b)
+        else:
+            got = lcfib_within(c, table, "0.0.0.0/0" if family == "ipv4" else "::/0")
+            if len(got) != n:
+                raise Moving("table %d %s: %d routes listed, %d counted" % (table, family,
+                                                                         len(got), n))
+        routes += [lcfib_key(r, family) for r in got]
+    return routes
+
+
+def lcfib_count(c):
+    r = c.state("/lcfib:lcfib/state/routes").get("routes", {})
+    return int(r.get("ipv4", 0)) + int(r.get("ipv6", 0))
+
+
+# ------------------------------------------------------------- comparing
+
+def multiset_diff(a, b):
+    ca, cb = {}, {}
+    for k in a:
+        ca[k] = ca.get(k, 0) + 1
+    for k in b:
+        cb[k] = cb.get(k, 0) + 1
+    only_a = [k for k in ca for _ in range(ca[k] - cb.get(k, 0))]
+    only_b = [k for k in cb for _ in range(cb[k] - ca.get(k, 0))]
+    return only_a, only_b
+
+
+def show(routes, limit=15):
+    for r in sorted(routes, key=str)[:limit]:
+        print("    ", r)
+    if len(routes) > limit:
+        print("     ... and %d more" % (len(routes) - limit))
+
+
+def cmd_converge(args):
+    sample = None
+    if args and args[-1].startswith("--sample="):
+        sample = (int(args[-1].split("=")[1].split(",")[0]),
+                  int(args[-1].split(",")[1]) if "," in args[-1] else 1)
+        args = args[:-1]
+    sock, netns, timeout = args[0], args[1], float(args[2])
+    tables = {int(t) for t in args[3].split(",")} if len(args) > 3 else None
+    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    while True:
+        c = ctl.Conn(sock)
+        try:
+            lt = lcfib_tables(c)
+            cut = sample_cut(lt, sample)
+            kern, kern_n = kernel_routes(netns, cut)
+            kern = [r for r in kern if tables is None or r[1] in tables]
+            lcfib_n = {(t, f): n for t, f, n in lt if n}
+            mine = lcfib_routes(c, lt, cut)
+        except Moving as e:
+            kern, mine, cut, kern_n, lcfib_n = [], [e], {}, {}, {}
+        finally:
+            c.close()
+        only_k, only_l = multiset_diff(kern, mine)
+        same_n = all(kern_n.get(k) == lcfib_n.get(k) for k in cut)
+        if not only_k and not only_l and same_n:
+            print("# converged: %d routes%s, %.2f s" % (
+                len(kern), " (%d in samples of %d tables)" % (len(kern), len(cut)) if cut else "",
+                time.monotonic() - t0))
+            return 0
+        if time.monotonic() > deadline:
+            print("lcfibd did not converge to the kernel's %d routes in %.0f s "
+                  "(it holds %d):" % (len(kern), timeout, len(mine)))
+            for k in cut:
+                print("  table %d %s: the kernel %s routes, lcfibd %s; compared within %s" % (
+                    k[0], k[1], kern_n.get(k), lcfib_n.get(k), " ".join(cut[k])))
+            print("  only in the kernel (%d):" % len(only_k))
+            show(only_k)
+            print("  only in lcfibd (%d):" % len(only_l))
+            show(only_l)
+            return 1
+        time.sleep(0.2)
+
+
+def cmd_count(args):
+    sock, netns, timeout = args[0], args[1], float(args[2])
+    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    want = kernel_count(netns)
+    c = ctl.Conn(sock)
+    while True:
+        got = lcfib_count(c)
+        if got == want:
+            print("# %d routes, %.2f s" % (got, time.monotonic() - t0))
+            return 0
+        if time.monotonic() > deadline:
+            print("lcfibd holds %d routes after %.0f s, the kernel %d" % (got, timeout, want))
+            return 1
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------- lookups
+
+RTM_GETROUTE, RTM_NEWROUTE, NLMSG_ERROR = 26, 24, 2
+RTA_DST = 1
+RTM_F_FIB_MATCH = 0x2000
+
+
+class Rtnl:
+    """A NETLINK_ROUTE socket for `ip route get fibmatch`."""
+
+    def __init__(self):
+        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+        self.s.bind((0, 0))
+        self.seq = 0
+
+    def fibmatch(self, addr):
+        """(prefix, type) of the route the kernel picks for @addr, or None. Not
+        its table: IPv4's local and main tables share one trie until a rule
+        is added, and the reply then says main for the local table's routes."""
+        a = ipaddress.ip_address(addr)
+        fam = socket.AF_INET if a.version == 4 else socket.AF_INET6
+        self.seq += 1
+        raw = a.packed
+        rtm = struct.pack("=BBBBBBBBI", fam, len(raw) * 8, 0, 0, 0, 0, 0, 0, RTM_F_FIB_MATCH)
+        attr = struct.pack("=HH", 4 + len(raw), RTA_DST) + raw
+        body = rtm + attr
+        self.s.send(struct.pack("=IHHII", 16 + len(body), RTM_GETROUTE, 1, self.seq, 0) + body)
+        data = self.s.recv(65536)
+        length, mtype, _flags, _seq, _pid = struct.unpack_from("=IHHII", data)
+        if mtype == NLMSG_ERROR:
+            return None
+        assert mtype == RTM_NEWROUTE, mtype
+        fam, dst_len, _s, _t, _table, _proto, _scope, rtype = struct.unpack_from("=BBBBBBBB",
+                                                                               data, 16)
+        off, dst = 16 + 12, None
+        while off + 4 <= length:
+            alen, atype = struct.unpack_from("=HH", data, off)
+            val = data[off + 4:off + alen]
+            if atype == RTA_DST:
+                dst = val
+            off += (alen + 3) & ~3
+        if dst is None:
+            dst = bytes(len(raw))
+        net = ipaddress.ip_network((ipaddress.ip_address(dst), dst_len))
+        return str(net), TYPES.get(rtype, rtype)
+
+
+def lcfib_fibmatch(c, addr):
+    for table in (255, 254, 253):
+        ok, reply = c.rpc({"lcfib:lookup": {"address": addr, "table": table}})
+        if not ok:
+            raise AssertionError("lookup %s: %s" % (addr, reply))
+        out = reply.get("lcfib:lookup", {})
+        if out.get("found") and out.get("prefix"):
+            return str(ipaddress.ip_network(out["prefix"])), out.get("type", "unicast")
+    return None
+
+
+def addresses(n, seed, netns_routes):
+    """Half within the kernel's prefixes (their host bits random), half anywhere."""
+    rnd = random.Random(seed)
+    dsts = [r["dst"] for r in netns_routes if r.get("dst", "default") != "default"]
+    out = []
+    for i in range(n):
+        if dsts and i % 2 == 0:
+            net = ipaddress.ip_network(rnd.choice(dsts), strict=False)
+            host = rnd.getrandbits(net.max_prefixlen - net.prefixlen) if net.prefixlen < \
+                net.max_prefixlen else 0
+            out.append(str(net.network_address + host))
+        elif i % 4 == 1:
+            out.append(str(ipaddress.IPv4Address(rnd.getrandbits(32))))
+        else:
+            out.append(str(ipaddress.IPv6Address((0x2000 << 112) | rnd.getrandbits(125))))
+    return out
+
+
+def cmd_lookups(args):
+    sock, n, seed = args[0], int(args[1]), int(args[2])
+    routes = ip_json(None, 4) + ip_json(None, 6)
+    nl, c = Rtnl(), ctl.Conn(sock)
+    bad = []
+    found = 0
+    for a in addresses(n, seed, routes):
+        k, m = nl.fibmatch(a), lcfib_fibmatch(c, a)
+        found += k is not None
+        if k != m:
+            bad.append((a, k, m))
+    print("# %d lookups (seed %d), %d matched a route, %d disagree" % (n, seed, found, len(bad)))
+    for a, k, m in bad[:20]:
+        print("  %s: kernel %s, lcfibd %s" % (a, k, m))
+    return 1 if bad else 0
+
+
+def main():
+    cmds = {"batch": cmd_batch, "converge": cmd_converge, "count": cmd_count,
+            "lookups": cmd_lookups}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        sys.exit(__doc__)
+    sys.exit(cmds[sys.argv[1]](sys.argv[2:]) or 0)
+
+
+if __name__ == "__main__":
+    main()

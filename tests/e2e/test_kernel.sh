@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# End-to-end tests of lcfibd's kernel feed, with the kernel as the oracle.
+# Each test makes a network namespace (ip netns: this kernel has no dummy
+# netdev, so a veth pair, v0 198.18.0.1/24 and 2001:db8:ff::1/64, v1 its
+# peer), runs lcfibd in it with the feed enabled, changes the kernel's
+# routes with ip, and waits until lcfibd holds what `ip -N -j route show
+# table all` shows (tests/e2e/kernel_oracle.py compares every table, both
+# families: type, protocol, scope, metric, nexthop id and paths). The local
+# table's local and broadcast routes and IPv6's multicast ones are mirrored
+# and compared like the rest: with no table configured the feed takes all.
+#
+# Needs root (network namespaces), iproute2, python3; setpriv (util-linux)
+# for the unprivileged test. The full table (one test) takes the kernel
+# about 40 s to load; E2E_ONLY=REGEX runs some tests (lib.sh).
+
+# shellcheck disable=SC2317 # functions run through t_run
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || e2e_skip_all "needs root, to make network namespaces"
+command -v ip >/dev/null || e2e_skip_all "needs iproute2's ip"
+ip netns add "lcfibk-probe$$" 2>/dev/null || e2e_skip_all "cannot make a network namespace"
+ip netns del "lcfibk-probe$$"
+e2e_init
+
+ORACLE=$E2E_HELPERS/kernel_oracle.py
+# How long convergence may take before a test fails: only so that a broken
+# feed cannot hang the run; nothing asserts a time (see tests/bench).
+CONVERGE_S=${CONVERGE_S:-60}
+NS=
+
+# ------------------------------------------------------------------ helpers
+
+# ns_new: a namespace for this test in $NS, with lo up and the veth pair,
+# removed when the test ends (with its daemons).
+ns_new()
+{
+	NS=lcfibk$$-${RANDOM}
+	ip netns add "$NS" || fail "ip netns add $NS"
+	trap 'd_kill_mine; ip netns del "$NS" 2>/dev/null' EXIT
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link add v0 type veth peer name v1
+	# No IPv6 on v1: its fe80::/64 and ff00::/8 would be second routes of
+	# v0's prefix and metric (see test_ipv6_routes_of_one_prefix_on_two_links).
+	in_ns sysctl -qw net.ipv6.conf.v1.disable_ipv6=1
+	ip -n "$NS" addr add 198.18.0.1/24 dev v0
+	ip -n "$NS" -6 addr add 2001:db8:ff::1/64 dev v0 nodad
+	ip -n "$NS" link set v0 up
+	ip -n "$NS" link set v1 up
+}
+
+# in_ns CMD...: CMD in the test's namespace.
+in_ns() { ip netns exec "$NS" "$@"; }
+
+# k_start NAME [JSON-OF-THE-KERNEL-CONTAINER]: lcfibd in the namespace with
+# the kernel feed enabled by its config file ($K_WRAP goes before it; its
+# files belong to $K_OWNER when set).
+k_start()
+{
+	local name=$1 kcfg=${2:-'{"enabled":true}'} dir
+	dir=$(d_dir "$name")
+	mkdir -p "$dir/state"
+	chmod 0755 "$dir" "$dir/state"
+	printf '{"lcfib:lcfib":{"feeds":{"kernel":%s}}}\n' "$kcfg" >"$dir/state/lcfibd.json"
+	[ -z "${K_OWNER:-}" ] || chown -R "$K_OWNER:$K_OWNER" "$dir"
+	D_WRAP="ip netns exec $NS ${K_WRAP:-}" d_start "$name" || fail "lcfibd $name did not start"
+}
+
+# converge NAME: waits until lcfibd NAME holds the kernel's routes.
+converge()
+{
+	"$PYTHON" "$ORACLE" converge "$(d_sock "$1")" "$NS" "$CONVERGE_S" ||
+		fail "lcfibd $1 does not mirror the kernel (above)"
+}
+
+# batch FILE N4 N6 [STRIDE]: an ip -batch file of full-view prefixes via v0's gateways.
+batch()
+{
+	"$PYTHON" "$ORACLE" batch "$FULLVIEW_GZ" "$2" "$3" 7 "${4:-1}" >"$1" ||
+		fail "cannot write $1"
+}
+
+# kstate NAME LEAF: a leaf of the kernel feed's state (nothing when absent).
+kstate()
+{
+	value "$(d_sock "$1")" "/lcfib:lcfib/state/feeds/feed[name='kernel']/$2" 2>/dev/null
+}
+
+log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
+
+# A seed for the random choices: E2E_SEED, or a new one (printed by the test).
+seed() { echo "${E2E_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"; }
+
+
+# wait_routes SOCK N: waits until lcfibd holds N routes.
+wait_routes()
+{
+	local i n
+	for ((i = 0; i < CONVERGE_S * 10; i++)); do
+		n=$(( $(value "$1" /lcfib:lcfib/state/routes/ipv4) + $(value "$1" /lcfib:lcfib/state/routes/ipv6) ))
+		[ "$n" = "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "lcfibd holds $n routes, not $2"
+}
+
+# ------------------------------------------------------------------ tests
+
+test_the_full_table_from_ip_batch_is_mirrored_and_lookups_agree()
+{
+	local s seed
+	seed=$(seed)
+	echo "# seed $seed"
+	ns_new
+	k_start k
+	s=$(d_sock k)
+	# The IPv4 full view and every 8th IPv6 prefix (20k), as events: lcfibd runs.
+	batch "$T/full.batch" all all 1
+	awk '!/:/ || NR % 8 == 0' "$T/full.batch" >"$T/full8.batch"
+	SECONDS=0
+	in_ns ip -batch "$T/full8.batch" || fail "ip -batch of the full table"
+	echo "# ip -batch of $(wc -l <"$T/full8.batch") routes: $SECONDS s"
+	"$PYTHON" "$ORACLE" count "$s" "$NS" 120 || fail "route counts differ (above)"
+	# Listing 900k routes takes minutes: the main IPv4 table is compared by
+	# its count and in full within 24 random /8s; the other tables in full.
+	"$PYTHON" "$ORACLE" converge "$s" "$NS" "$CONVERGE_S" --sample=24,"$seed" ||
+		fail "lcfibd does not mirror the kernel (above)"
+	in_ns "$PYTHON" "$ORACLE" lookups "$s" 2000 "$seed" ||
+		fail "lookups disagree with ip route get fibmatch (above)"
+	# From a dump: a new lcfibd starts on the full table.
+	d_stop k
+	k_start k2
+	s=$(d_sock k2)
+	"$PYTHON" "$ORACLE" count "$s" "$NS" 120 || fail "route counts differ (above)"
+	"$PYTHON" "$ORACLE" converge "$s" "$NS" "$CONVERGE_S" --sample=24,$((seed + 1)) ||
+		fail "lcfibd does not mirror the kernel (above)"
+	in_ns "$PYTHON" "$ORACLE" lookups "$s" 2000 $((seed + 1)) ||
+		fail "lookups disagree with ip route get fibmatch (above)"
+}
+
+# k_loaded NAME: the namespace with 45k IPv4 and 5k IPv6 routes, then lcfibd
+# NAME started on them (they arrive by its first dump) and converged.
+k_loaded()
+{
+	ns_new
+	batch "$T/$1.batch" 45000 5000 16
+	in_ns ip -batch "$T/$1.batch" || fail "ip -batch"
+	k_start "$1" "${2:-}"
+	converge "$1"
+}
+
+test_a_replaced_route_is_replaced_and_a_deleted_one_goes()
+{
+	local p4 p6
+	k_loaded k
+	p4=$(awk '$3 !~ /:/ { print $3; exit }' "$T/k.batch")
+	p6=$(awk '$3 ~ /:/ { print $3; exit }' "$T/k.batch")
+	# `ip route replace` sends a lone RTM_NEWROUTE with NLM_F_REPLACE.
+	in_ns ip route replace "$p4" via 198.18.0.77 metric 0
+	in_ns ip -6 route replace "$p6" via 2001:db8:ff::77 metric 1024
+	in_ns ip route replace 192.0.2.0/24 via 198.18.0.78 # replace creates
+	converge k
+	in_ns ip route del "$p4"
+	in_ns ip -6 route del "$p6"
+	# A thousand deletes in one burst.
+	grep -v : "$T/k.batch" | sed -n '100,1100s/^route add \([^ ]*\) .*/route del \1/p' >"$T/del.batch"
+	in_ns ip -batch "$T/del.batch" || fail "ip -batch of deletes"
+	converge k
+}
+
+test_multipath_routes_are_mirrored_with_their_weights()
+{
+	k_loaded k
+	in_ns ip route add 203.0.113.0/24 nexthop via 198.18.0.2 weight 2 nexthop via 198.18.0.3
+	in_ns ip route add 203.0.114.0/24 metric 7 \
+		nexthop via 198.18.0.4 nexthop via 198.18.0.5 nexthop via 198.18.0.6 weight 9
+	in_ns ip -6 route add 2001:db8:100::/48 nexthop via 2001:db8:ff::2 nexthop via 2001:db8:ff::3
+	converge k
+	in_ns ip route replace 203.0.113.0/24 nexthop via 198.18.0.7 nexthop via 198.18.0.8 weight 3
+	in_ns ip route del 203.0.114.0/24
+	converge k
+	# IPv6 paths come and go one by one (siblings).
+	in_ns ip -6 route append 2001:db8:100::/48 via 2001:db8:ff::4
+	converge k
+	in_ns ip -6 route del 2001:db8:100::/48 via 2001:db8:ff::2
+	converge k
+}
+
+test_routes_of_other_tables_are_mirrored()
+{
+	k_loaded k
+	in_ns ip route add 10.0.0.0/8 via 198.18.0.2 table 100
+	in_ns ip route add default via 198.18.0.3 table 100
+	in_ns ip route add blackhole 10.9.0.0/16 table 4000000000
+	in_ns ip -6 route add 2001:db8:1::/48 via 2001:db8:ff::2 table 100
+	in_ns ip route add 10.0.0.0/8 via 198.18.0.4 table 253
+	converge k
+	in_ns ip route flush table 100
+	converge k
+}
+
+test_nexthop_objects_and_the_routes_using_them_are_mirrored()
+{
+	local s
+	k_loaded k
+	s=$(d_sock k)
+	in_ns ip nexthop add id 1 via 198.18.0.2 dev v0
+	in_ns ip nexthop add id 2 via 198.18.0.3 dev v0
+	in_ns ip nexthop add id 3 group 1/2,3
+	in_ns ip nexthop add id 4 via 2001:db8:ff::2 dev v0
+	in_ns ip nexthop add id 5 blackhole
+	in_ns ip route add 203.0.113.0/24 nhid 1
+	in_ns ip route add 203.0.114.0/24 nhid 3
+	in_ns ip route add 203.0.115.0/24 nhid 5
+	in_ns ip -6 route add 2001:db8:200::/48 nhid 4
+	converge k
+	# The routes follow their object.
+	in_ns ip nexthop replace id 1 via 198.18.0.9 dev v0
+	converge k
+	# A member goes: the group loses it; routes using it directly go (IPv4 silently).
+	in_ns ip nexthop add id 6 via 198.18.0.6 dev v0
+	in_ns ip route add 203.0.116.0/24 nhid 6
+	in_ns ip nexthop del id 2
+	in_ns ip nexthop del id 6
+	converge k
+	expect_eq "$(kstate k nexthop-objects || echo 4)" 4 "nexthop objects the feed holds"
+	# A group whose id is lower than its members' comes first in a dump.
+	in_ns ip nexthop add id 100 via 198.18.0.5 dev v0
+	in_ns ip nexthop add id 50 group 100
+	in_ns ip route add 203.0.117.0/24 nhid 50
+	d_stop k
+	k_start k2
+	converge k2
+}
+
+test_routes_through_a_link_that_goes_down_vanish()
+{
+	k_loaded k
+	in_ns ip route add 203.0.113.0/24 dev v0 # a device route, no gateway
+	converge k
+	# The kernel removes the IPv4 routes through v0 without RTM_DELROUTE.
+	in_ns ip link set v0 down
+	converge k
+	log_has k "resync" || fail "no resync in the log"
+	in_ns ip link set v0 up
+	converge k
+}
+
+test_routes_using_a_removed_address_vanish()
+{
+	k_loaded k
+	# The last IPv4 address of v0: every IPv4 route through it goes, silently.
+	in_ns ip addr del 198.18.0.1/24 dev v0
+	converge k
+}
+
+test_lost_events_are_counted_and_a_resync_converges()
+{
+	local pid n
+	# The smallest receive buffer: a burst while lcfibd is stopped overflows it.
+	k_loaded k '{"enabled":true,"receive-buffer":65536}'
+	pid=$(d_pid k)
+	batch "$T/more.batch" 45000 5000 3
+	# Half of the new routes, and deletes of half of the old ones.
+	{
+		awk 'NR % 2 == 0' "$T/more.batch"
+		sed -n 's/^route add \([^ ]*\) .*/route del \1/p' "$T/k.batch" | awk 'NR % 2 == 0'
+	} >"$T/burst.batch"
+	kill -STOP "$pid"
+	in_ns ip -force -batch "$T/burst.batch" >/dev/null 2>&1
+	kill -CONT "$pid"
+	converge k
+	log_has k "events lost" || fail "no 'events lost' in the log"
+	n=$(kstate k enobufs)
+	if [ -n "$n" ]; then
+		[ "$n" -ge 1 ] || fail "enobufs is $n"
+		[ "$(kstate k resyncs)" -ge 1 ] || fail "no resync counted"
+	fi
+}
+
+test_a_route_deleted_while_the_dump_runs_does_not_come_back()
+{
+	local pid
+	ns_new
+	batch "$T/k.batch" 200000 0 1
+	in_ns ip -batch "$T/k.batch" || fail "ip -batch"
+	sed -n 's/^route add \([^ ]*\) .*/route del \1/p' "$T/k.batch" | awk 'NR % 2 == 1' \
+		>"$T/del.batch"
+	# The deletes race the first dump: events held during it go after it.
+	in_ns ip -batch "$T/del.batch" &
+	pid=$!
+	k_start k
+	wait "$pid" || fail "ip -batch of deletes"
+	converge k
+}
+
+test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again()
+{
+	local s
+	k_loaded k
+	s=$(d_sock k)
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":false}}}}' >/dev/null ||
+		fail "cannot turn the feed off"
+	wait_routes "$s" 0
+	in_ns ip route add 203.0.113.0/24 via 198.18.0.2
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":true}}}}' >/dev/null ||
+		fail "cannot turn the feed on"
+	converge k
+}
+
+test_only_the_configured_tables_are_mirrored()
+{
+	local s
+	ns_new
+	in_ns ip route add 10.0.0.0/8 via 198.18.0.2 table 100
+	in_ns ip route add 10.0.0.0/8 via 198.18.0.3 table 200
+	in_ns ip -6 route add 2001:db8:1::/48 via 2001:db8:ff::2 table 100
+	k_start k '{"enabled":true,"table":[100]}'
+	s=$(d_sock k)
+	"$PYTHON" "$ORACLE" converge "$s" "$NS" "$CONVERGE_S" 100 || fail "table 100 (above)"
+	# Tables given by name; the routes of table 100 are swept.
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"table":["main","local"]}}}}' \
+		>/dev/null || fail "cannot set the tables"
+	ctl "$s" edit delete "/lcfib:lcfib/feeds/kernel/table[.='100']" >/dev/null ||
+		fail "cannot drop table 100"
+	"$PYTHON" "$ORACLE" converge "$s" "$NS" "$CONVERGE_S" 254,255 || fail "tables main, local"
+	ctl "$s" edit delete "/lcfib:lcfib/feeds/kernel/table" >/dev/null ||
+		fail "cannot drop the tables"
+	converge k
+}
+
+test_an_unprivileged_lcfibd_mirrors_read_only()
+{
+	command -v setpriv >/dev/null || t_skip "setpriv is not installed (Debian: util-linux)"
+	ns_new
+	batch "$T/k.batch" 20000 2000 16
+	K_OWNER=65534 K_WRAP="setpriv --reuid=65534 --regid=65534 --clear-groups --" k_start k
+	in_ns ip -batch "$T/k.batch" || fail "ip -batch"
+	converge k
+	# Without CAP_NET_ADMIN the receive buffer stops at net.core.rmem_max.
+	log_has k "not the [0-9]+ asked for" || fail "the capped receive buffer is not logged"
+}
+
+test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored()
+{
+	ns_new
+	in_ns sysctl -qw net.ipv6.conf.v1.disable_ipv6=0
+	# IPv6 keeps routes of one prefix and metric on several links (fe80::/64
+	# on every link): prepend (NLM_F_CREATE, no NLM_F_EXCL) makes a second one.
+	in_ns ip -6 route add 2001:db8:77::/48 dev v0 metric 512
+	in_ns ip -6 route prepend 2001:db8:77::/48 dev v1 metric 512 || fail "ip -6 route prepend"
+	k_start k
+	converge k
+	in_ns ip -6 route add 2001:db8:78::/48 dev v0 metric 512
+	in_ns ip -6 route prepend 2001:db8:78::/48 dev v1 metric 512 || fail "ip -6 route prepend"
+	converge k
+	in_ns ip -6 route del 2001:db8:77::/48 dev v1 metric 512
+	converge k
+}
+
+t_run test_the_full_table_from_ip_batch_is_mirrored_and_lookups_agree
+t_run test_a_replaced_route_is_replaced_and_a_deleted_one_goes
+t_run test_multipath_routes_are_mirrored_with_their_weights
+t_run test_routes_of_other_tables_are_mirrored
+t_run test_nexthop_objects_and_the_routes_using_them_are_mirrored
+t_run test_routes_through_a_link_that_goes_down_vanish
+t_run test_routes_using_a_removed_address_vanish
+t_run test_lost_events_are_counted_and_a_resync_converges
+t_run test_a_route_deleted_while_the_dump_runs_does_not_come_back
+t_run test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again
+t_run test_only_the_configured_tables_are_mirrored
+t_run test_an_unprivileged_lcfibd_mirrors_read_only
+t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored
+t_summary

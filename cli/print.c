@@ -12,8 +12,9 @@
 
 #include "cli/cli.h"
 
-#define CLI_INDENT     2
-#define CLI_TABLE_COLS 16
+#define CLI_INDENT      2
+#define CLI_TABLE_COLS  16
+#define CLI_TABLE_WIDTH 100 /* a wider table prints entry by entry */
 
 /* ------------------------------------------------------------- values */
 
@@ -306,7 +307,7 @@ static const struct lyd_node *cli_print_table(FILE *f, const struct lyd_node *fi
 {
 	const struct lyd_node *end = cli_next_kind(first, stop), *e;
 	char cell[CLI_TABLE_COLS][CLI_VALUE_MAX];
-	const char *cells[CLI_TABLE_COLS];
+	const char *cells[CLI_TABLE_COLS] = { 0 };
 	struct cli_table t;
 	int i;
 
@@ -321,6 +322,18 @@ static const struct lyd_node *cli_print_table(FILE *f, const struct lyd_node *fi
 		cli_table_row(f, &t, cells, indent + CLI_INDENT);
 	}
 	return end;
+}
+
+/* Whether a flat list's table fits in CLI_TABLE_WIDTH; wider ones print entry by entry. */
+static bool cli_table_fits(const struct lyd_node *first, const struct lyd_node *stop, int indent)
+{
+	struct cli_table t;
+	int width = indent + CLI_INDENT;
+
+	cli_table_columns(&t, first, cli_next_kind(first, stop));
+	for (int i = 0; i < t.n; i++)
+		width += (i ? 2 : 0) + t.width[i];
+	return width <= CLI_TABLE_WIDTH;
 }
 
 /* An entry of a list with more inside: "NAME KEY..." and its other nodes below. */
@@ -344,7 +357,7 @@ static const struct lyd_node *cli_print_range(struct cli *cli, FILE *f, const st
 			n = n->next; /* opaque nodes have no schema to print by */
 		} else if (cli_is_line(n)) {
 			n = cli_print_lines(f, n, stop, indent);
-		} else if (cli_is_flat(n->schema)) {
+		} else if (cli_is_flat(n->schema) && cli_table_fits(n, stop, indent)) {
 			n = cli_print_table(f, n, stop, indent);
 		} else if (n->schema->nodetype == LYS_LIST) {
 			cli_print_entry(cli, f, n, indent);

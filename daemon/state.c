@@ -280,11 +280,14 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	ret |= state_u64(n, "decode-errors", fs->decode_errors);
 	ret |= state_u64(n, "apply-errors", fs->apply_errors);
 	ret |= state_u64(n, "dumps", fs->dumps);
-	ret |= state_u64(n, "resyncs", fs->resyncs);
-	ret |= state_u64(n, "enobufs", fs->enobufs);
 	ret |= state_u64(n, "swept", fs->swept);
-	ret |= state_u64(n, "connects", fs->connects);
-	ret |= state_u64(n, "refused", fs->refused);
+	if (strcmp(name, "kernel") == 0) {
+		ret |= state_u64(n, "resyncs", fs->resyncs);
+		ret |= state_u64(n, "enobufs", fs->enobufs);
+	} else {
+		ret |= state_u64(n, "connects", fs->connects);
+		ret |= state_u64(n, "refused", fs->refused);
+	}
 	if (fs->last_error[0])
 		ret |= state_term(n, "last-error", "%s", fs->last_error);
 	return ret;

@@ -394,8 +394,8 @@ test_out_of_range_and_malformed_config_edits_change_nothing()
 	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"sink-mem":65536}}'
 	expect_match "$OUT" '^error .*sink-mem.*"path":"/lcfib:lcfib"' "the error for an unknown leaf"
 	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"state":{"routes":{"ipv4":"7"}}}}'
-	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":true}}}}'
-	expect_match "$OUT" '"path":"/lcfib:lcfib/feeds/kernel/enabled"' "the error for a feed"
+	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"receive-buffer":4096}}}}'
+	expect_match "$OUT" '"path":"/lcfib:lcfib/feeds/kernel/receive-buffer"' "the error for a feed"
 	expect_status 1 ctl "$s" edit replace '{"lcfib:lcfib":{"sync-mem":65536,"log-level":"loud"}}'
 	expect_match "$OUT" '"path":"/lcfib:lcfib/log-level"' "the error for a bad enum in a replace"
 	expect_eq "$(ctl "$s" get config)" "$cfg" "the config after refused edits"

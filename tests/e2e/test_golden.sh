@@ -85,6 +85,7 @@ g lookup-ipv6-shorter-prefix lookup 2001:db8:2::1
 g lookup-ipv6-miss-in-table-200 lookup 2001:db8:1:2::5 table 200
 g show-trie show trie
 g show-state-routes show state routes
+g show-feeds show feeds
 
 # Configuration.
 t_case test_golden_setup_sync_mem_1M cli "$SOCK" set sync-mem 1M
@@ -158,7 +159,7 @@ g set-kernel-table-by-name set feeds kernel table main
 g show-config-feeds show config feeds
 g delete-kernel-table delete feeds kernel table 100
 g error-delete-a-missing-route-file delete route-files route-file /nonexistent
-g error-enabling-a-feed-is-refused set feeds fpm enabled true
+g error-fpm-address-not-an-address set feeds fpm address not-an-address
 g json-show-config-sync-mem --json show config sync-mem
 
 # The generic RPC commands: keywords are the RPC's input leaves.

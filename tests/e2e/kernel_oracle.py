@@ -119,9 +119,91 @@ def kernel_key(r, family):
             int(r.get("nhid", 0)), paths)
 
 
+# What `ip -o` prints after a route's prefix, as the words of `ip -j`.
+TEXT_ARGS = {"via": "gateway", "dev": "dev", "proto": "protocol", "scope": "scope",
+             "metric": "metric", "nhid": "nhid", "table": "table", "src": "prefsrc",
+             "weight": "weight", "pref": "pref", "expires": "expires", "mtu": "mtu",
+             "hoplimit": "hoplimit", "realms": "realms", "tos": "tos", "dsfield": "tos"}
+
+
+def text_route(words):
+    """A route of `ip -N -o route show` as `ip -N -j` shows it (the fields
+    kernel_key looks at): a full table's JSON takes ip and python ~15 s."""
+    i, r = 0, {}
+    if words[0].isdigit():
+        r["type"], i = words[0], 1
+    r["dst"] = words[i]
+    cur = r
+    i += 1
+    while i < len(words):
+        w = words[i]
+        if w == "nexthop":
+            cur = {}
+            r.setdefault("nexthops", []).append(cur)
+        elif w in TEXT_ARGS and i + 1 < len(words):
+            i += 1
+            if w == "via" and words[i] in ("inet", "inet6"):
+                i += 1
+            (r if w in ("table", "proto", "scope", "metric", "nhid") else cur)[TEXT_ARGS[w]] = \
+                words[i]
+        i += 1
+    return r
+
+
+def kernel_routes_cut(netns, cut):
+    """kernel_routes() with @cut: the tables of @cut from `ip -o` (only
+    their routes within the blocks are parsed), the others from `ip -j`."""
+    routes, n = [], {}
+    sets = {k: {block_of(b) for b in v} for k, v in cut.items()}
+    for family in (4, 6):
+        fam = "ipv%d" % family
+        cmd = ["ip", "-n", netns, "-N", "-o", "-%d" % family, "route", "show", "table", "all"]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout.decode()
+        main = sets.get((254, fam))
+        for line in out.splitlines():
+            if main is not None and " table " not in line:
+                # The main table (ip omits its name): the full table's lines,
+                # looked at as little as can be.
+                n[(254, fam)] = n.get((254, fam), 0) + 1
+                dst = line[:line.find(" ")]
+                if dst.isdigit():
+                    dst = line.split(None, 2)[1]
+                if block_of(canon_prefix(dst, family)) not in main:
+                    continue
+            words = line.replace("\\", " ").split()
+            if not words:
+                continue
+            t = words.index("table") if "table" in words else -1
+            table = int(TABLE_NAMES.get(words[t + 1], words[t + 1])) if t >= 0 else 254
+            if table != 254 or main is None:
+                n[(table, fam)] = n.get((table, fam), 0) + 1
+            blocks = sets.get((table, fam))
+            if blocks is None:
+                continue
+            dst = words[1] if words[0].isdigit() else words[0]
+            if block_of(canon_prefix(dst, family)) in blocks:
+                r = text_route(words)
+                r["table"] = str(table)
+                routes.append(kernel_key(r, family))
+    for (table, fam) in n:
+        if (table, fam) in cut:
+            continue
+        family = int(fam[3])
+        cmd = ["ip", "-n", netns, "-N", "-j", "-%d" % family, "route", "show", "table",
+               str(table)]
+        for r in json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout
+                            or b"[]"):
+            if "dst" in r:
+                r.setdefault("table", str(table))
+                routes.append(kernel_key(r, family))
+    return routes, n
+
+
 def kernel_routes(netns, cut=None):
     """The kernel's routes, of the tables in @cut only those within their
     blocks (see lcfib_routes); and the number of routes of every table."""
+    if cut:
+        return kernel_routes_cut(netns, cut)
     routes, n = [], {}
     sets = {k: {block_of(b) for b in v} for k, v in (cut or {}).items()}
     for family in (4, 6):
@@ -221,6 +303,10 @@ def block_of(prefix):
     the prefix is shorter than a block."""
     addr, plen = prefix.split("/")
     v6 = ":" in addr
+    if not v6 and BLOCK["ipv4"] == 10:
+        # A full table's worth of these: the short way.
+        a, b, _ = addr.split(".", 2)
+        return (int(a) << 2 | int(b) >> 6) if int(plen) >= 10 else None
     blen = BLOCK["ipv6" if v6 else "ipv4"]
     if int(plen) < blen:
         return None

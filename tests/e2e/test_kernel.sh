@@ -42,8 +42,8 @@ scale()
 }
 
 # The smaller tests' routes: the kernel loads them in well under a second.
-SMALL4=$(scale 8000)
-SMALL6=$(scale 2000)
+SMALL4=$(scale 4000)
+SMALL6=$(scale 1000)
 
 # ------------------------------------------------------------------ helpers
 

@@ -12,7 +12,8 @@
       protocol, scope, metric, nexthop id, paths); exits 1 with the
       differences when TIMEOUT seconds pass first. With --sample, tables
       of more than 100k routes are compared by their counts and by all
-      their routes within N random /10s (IPv4) or /20s (IPv6).
+      their routes within the /12s (IPv4) or /20s (IPv6) of N routes
+      picked at random (seed SEED).
   kernel_oracle.py count SOCK NETNS TIMEOUT
       the same for the numbers of routes only (cheap: for a full table).
   kernel_oracle.py lookups SOCK N SEED
@@ -150,41 +151,46 @@ def text_route(words):
     return r
 
 
-def kernel_routes_cut(netns, cut):
-    """kernel_routes() with @cut: the tables of @cut from `ip -o` (only
-    their routes within the blocks are parsed), the others from `ip -j`."""
-    routes, n = [], {}
-    sets = {k: {block_of(b) for b in v} for k, v in cut.items()}
+def text_dst(line):
+    """The prefix of a line of `ip -N -o route show` (after its type, if any)."""
+    dst = line[:line.find(" ")]
+    return line.split(None, 2)[1] if dst.isdigit() else dst
+
+
+def kernel_routes_sampled(netns, sample):
+    """kernel_routes() for a full table: the tables of more than BIG routes
+    are read from `ip -o` (`ip -j` of a full table takes ip and python ~15
+    s) and only their routes within @sample[0] blocks parsed, blocks of
+    routes picked at random (seed @sample[1]); the other tables from `ip
+    -j`. Returns the routes, the number of routes of every table, and the
+    blocks {(table, family): [prefixes]}."""
+    routes, n, cut = [], {}, {}
+    rnd = random.Random(sample[1])
     for family in (4, 6):
         fam = "ipv%d" % family
         cmd = ["ip", "-n", netns, "-N", "-o", "-%d" % family, "route", "show", "table", "all"]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout.decode()
-        main = sets.get((254, fam))
+        lines = {}
         for line in out.splitlines():
-            if main is not None and " table " not in line:
-                # The main table (ip omits its name): the full table's lines,
-                # looked at as little as can be.
-                n[(254, fam)] = n.get((254, fam), 0) + 1
-                dst = line[:line.find(" ")]
-                if dst.isdigit():
-                    dst = line.split(None, 2)[1]
-                if block_of(canon_prefix(dst, family)) not in main:
-                    continue
-            words = line.replace("\\", " ").split()
-            if not words:
+            if " table " in line:
+                words = line.split()
+                t = words[words.index("table") + 1]
+                table = int(TABLE_NAMES.get(t, t))
+            else:
+                table = 254  # ip omits main's name: the full table's lines, looked at little
+            lines.setdefault(table, []).append(line)
+        for table, ls in lines.items():
+            n[(table, fam)] = len(ls)
+            if len(ls) <= BIG:
                 continue
-            t = words.index("table") if "table" in words else -1
-            table = int(TABLE_NAMES.get(words[t + 1], words[t + 1])) if t >= 0 else 254
-            if table != 254 or main is None:
-                n[(table, fam)] = n.get((table, fam), 0) + 1
-            blocks = sets.get((table, fam))
-            if blocks is None:
-                continue
-            dst = words[1] if words[0].isdigit() else words[0]
-            if block_of(canon_prefix(dst, family)) in blocks:
-                r = text_route(words)
-                r["table"] = str(table)
-                routes.append(kernel_key(r, family))
+            blocks = {block_of(canon_prefix(text_dst(rnd.choice(ls)), family))
+                      for _ in range(sample[0])} - {None}
+            cut[(table, fam)] = [block_name(family, b) for b in sorted(blocks)]
+            for line in ls:
+                if block_of(canon_prefix(text_dst(line), family)) in blocks:
+                    r = text_route(line.replace("\\", " ").split())
+                    r["table"] = str(table)
+                    routes.append(kernel_key(r, family))
     for (table, fam) in n:
         if (table, fam) in cut:
             continue
@@ -196,16 +202,12 @@ def kernel_routes_cut(netns, cut):
             if "dst" in r:
                 r.setdefault("table", str(table))
                 routes.append(kernel_key(r, family))
-    return routes, n
+    return routes, n, cut
 
 
-def kernel_routes(netns, cut=None):
-    """The kernel's routes, of the tables in @cut only those within their
-    blocks (see lcfib_routes); and the number of routes of every table."""
-    if cut:
-        return kernel_routes_cut(netns, cut)
+def kernel_routes(netns):
+    """The kernel's routes, and the number of routes of every table."""
     routes, n = [], {}
-    sets = {k: {block_of(b) for b in v} for k, v in (cut or {}).items()}
     for family in (4, 6):
         fam = "ipv%d" % family
         for r in ip_json(netns, family):
@@ -213,9 +215,7 @@ def kernel_routes(netns, cut=None):
                 continue
             table = int(TABLE_NAMES.get(r.get("table", "254"), r.get("table", "254")))
             n[(table, fam)] = n.get((table, fam), 0) + 1
-            blocks = sets.get((table, fam))
-            if blocks is None or block_of(canon_prefix(r["dst"], family)) in blocks:
-                routes.append(kernel_key(r, family))
+            routes.append(kernel_key(r, family))
     return routes, n
 
 
@@ -280,8 +280,9 @@ class Moving(Exception):
     """lcfibd's tables changed while they were read."""
 
 
-# Samples are blocks of this length: ~1000 routes each in a full view.
-BLOCK = {"ipv4": 10, "ipv6": 20}
+# Samples are blocks of this length: a few hundred routes each in a full
+# view, up to ~3000 (random routes fall in dense blocks more often).
+BLOCK = {"ipv4": 12, "ipv6": 20}
 
 
 def block_name(version, n):
@@ -290,36 +291,21 @@ def block_name(version, n):
     return str(ipaddress.ip_network((n << (bits - blen), blen)))
 
 
-def blocks_of(family, sample, seed):
-    """@sample random blocks of a family's unicast space."""
-    rnd = random.Random(seed)
-    if family == "ipv4":
-        return [block_name(4, b) for b in rnd.sample(range(1 << 8, 224 << 2), sample)]
-    return [block_name(6, b) for b in rnd.sample(range(0x2000 << 4, 0x4000 << 4), sample)]
-
-
 def block_of(prefix):
     """The number of @prefix's block (as block_name() takes it); None when
     the prefix is shorter than a block."""
     addr, plen = prefix.split("/")
     v6 = ":" in addr
-    if not v6 and BLOCK["ipv4"] == 10:
-        # A full table's worth of these: the short way.
+    if not v6:
+        # A full table's worth of these: the short way (blocks of /16 or less).
         a, b, _ = addr.split(".", 2)
-        return (int(a) << 2 | int(b) >> 6) if int(plen) >= 10 else None
+        blen = BLOCK["ipv4"]
+        return (int(a) << 8 | int(b)) >> (16 - blen) if int(plen) >= blen else None
     blen = BLOCK["ipv6" if v6 else "ipv4"]
     if int(plen) < blen:
         return None
     raw = socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, addr)
     return int.from_bytes(raw, "big") >> (len(raw) * 8 - blen)
-
-
-def sample_cut(tables, sample):
-    """The blocks {(table, family): [prefixes]} to compare the tables of more
-    than BIG routes in: @sample[0] random ones (seed @sample[1])."""
-    if not sample:
-        return {}
-    return {(t, f): blocks_of(f, *sample) for t, f, n in tables if n > BIG}
 
 
 def lcfib_routes(c, tables, cut):
@@ -387,8 +373,11 @@ def cmd_converge(args):
         c = ctl.Conn(sock)
         try:
             lt = lcfib_tables(c)
-            cut = sample_cut(lt, sample)
-            kern, kern_n = kernel_routes(netns, cut)
+            if sample:
+                kern, kern_n, cut = kernel_routes_sampled(netns, sample)
+            else:
+                cut = {}
+                kern, kern_n = kernel_routes(netns)
             kern = [r for r in kern if tables is None or r[1] in tables]
             lcfib_n = {(t, f): n for t, f, n in lt if n}
             if counts_differ(kern_n, lcfib_n, tables) and time.monotonic() < deadline:

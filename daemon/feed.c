@@ -435,27 +435,78 @@ static void feed_refused(struct feed *f, const struct errbuf *err)
 	feed_inc(&f->d->ingest.rejected, 1);
 }
 
-/* Adds @rc with FIB_F_* @flags, counted; marks its key. Returns fib_route_add()'s result. */
-static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags, bool quiet)
+/* fib_route_add_undo() of @rc with FIB_F_* @flags, counted. */
+static int feed_fib_add_once(struct feed *f, struct fib_rcfg *rc, unsigned int flags,
+			     bool *changed, struct errbuf *err)
 {
 	struct fib *fib = f->d->fib;
-	struct feed_key k;
 	struct fib_undo u;
-	struct errbuf err;
 	int ret;
 
-	err_clear(&err);
+	err_clear(err);
 	rc->flags = flags;
-	ret = fib_route_add_undo(fib, rc, &u, &err);
+	ret = fib_route_add_undo(fib, rc, &u, err);
+	if (ret)
+		return ret;
+	/* A record says whether a route went in and whether one came out. */
+	if (u.has_added && !u.has_removed)
+		feed_inc(&f->routes, 1);
+	*changed = u.has_added || u.has_removed;
+	fib_undo_release(fib, &u);
+	return 0;
+}
+
+/*
+ * The route of @rc's prefix and metric whose type and nexthop are @rc's
+ * (the FIB's identity of a route) but whose protocol or scope are not:
+ * its index in @v, or @n.
+ */
+static unsigned int feed_conflict_of(const struct fib_route *v, unsigned int n,
+				     const struct fib_rcfg *rc)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct fib_rcfg same = *rc;
+
+		same.proto = v[i].proto;
+		same.scope = v[i].scope;
+		if (feed_route_is(&v[i], &same) && !feed_route_is(&v[i], rc))
+			return i;
+	}
+	return n;
+}
+
+static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struct fib_route *r);
+/*
+ * Adds @rc with FIB_F_* @flags, counted; marks its key. The FIB knows a
+ * route by its type and nexthop: one that differs from @rc only in its
+ * protocol or scope makes the add a no-op (a replace) or -EEXIST; it then
+ * goes, and @rc is added after the others of its metric (the one place
+ * where readers may miss a prefix for a moment: the FIB has no edit that
+ * changes a route's protocol alone). Returns
+ * fib_route_add()'s result.
+ */
+static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags, bool quiet)
+{
+	struct fib_route v[TRIE_LEAF_MAX];
+	bool changed = true;
+	struct feed_key k;
+	struct errbuf err;
+	unsigned int n, i;
+	int ret;
+
+	ret = feed_fib_add_once(f, rc, flags, &changed, &err);
+	if ((ret == -EEXIST && !(flags & FIB_F_EXCL)) || (!ret && !changed)) {
+		n = feed_view(f, rc, v);
+		i = feed_conflict_of(v, n, rc);
+		if (i < n && feed_fib_del(f, rc, &v[i]) == 0)
+			ret = feed_fib_add_once(f, rc, FIB_F_CREATE | (flags & FIB_F_APPEND),
+						&changed, &err);
+	}
 	if (ret) {
 		if (!quiet)
 			feed_refused(f, &err);
 		return ret;
 	}
-	/* A record says whether a route went in and whether one came out. */
-	if (u.has_added && !u.has_removed)
-		feed_inc(&f->routes, 1);
-	fib_undo_release(fib, &u);
 	feed_key_of(&k, rc);
 	if (feed_set_mark(&f->set, &k, f->gen))
 		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
@@ -485,24 +536,26 @@ static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struc
  * Puts @rc in the place of the FIB's route @old (same prefix and metric)
  * without a moment where the prefix has neither: a replace when @old is
  * the first of its metric (what a replace takes out), else @rc added
- * after the others, then @old deleted.
+ * after the others, then @old deleted if it is still there.
  */
 static int feed_swap(struct feed *f, struct fib_rcfg *rc, const struct fib_route *old,
 		     bool old_first)
 {
+	struct fib_route v[TRIE_LEAF_MAX];
+	unsigned int n, i;
 	int ret;
 
 	if (old_first)
 		return feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE, false);
-	ret = feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, true);
-	if (ret == -EEXIST) {
-		/* @rc's type and nexthop are @old's: only then may both not be held. */
+	ret = feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
+	if (ret)
+		return ret;
+	n = feed_view(f, rc, v);
+	for (i = 0; i < n && memcmp(&v[i], old, sizeof(*old)); i++)
+		;
+	if (i < n)
 		feed_fib_del(f, rc, old);
-		return feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
-	}
-	if (!ret)
-		feed_fib_del(f, rc, old);
-	return ret;
+	return 0;
 }
 
 /* The index in @v of the first route of @metric, or @n. */

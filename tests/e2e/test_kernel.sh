@@ -191,6 +191,9 @@ test_a_replaced_route_is_replaced_and_a_deleted_one_goes()
 	in_ns ip -6 route replace "$p6" via 2001:db8:ff::77 metric 1024
 	in_ns ip route replace 192.0.2.0/24 via 198.18.0.78 # replace creates
 	converge k
+	# The same nexthop, another protocol: the FIB's identity of the route stays.
+	in_ns ip route replace "$p4" via 198.18.0.77 metric 0 proto static
+	converge k
 	in_ns ip route del "$p4"
 	in_ns ip -6 route del "$p6"
 	# A thousand deletes in one burst.

@@ -369,15 +369,20 @@ def cmd_converge(args):
     tables = {int(t) for t in args[3].split(",")} if len(args) > 3 else None
     deadline = time.monotonic() + timeout
     t0 = time.monotonic()
+    polls = 0
     while True:
         c = ctl.Conn(sock)
+        polls += 1
+        t_kern = t_mine = 0.0
         try:
+            t = time.monotonic()
             lt = lcfib_tables(c)
             if sample:
                 kern, kern_n, cut = kernel_routes_sampled(netns, sample)
             else:
                 cut = {}
                 kern, kern_n = kernel_routes(netns)
+            t_kern = time.monotonic() - t
             kern = [r for r in kern if tables is None or r[1] in tables]
             lcfib_n = {(t, f): n for t, f, n in lt if n}
             if counts_differ(kern_n, lcfib_n, tables) and time.monotonic() < deadline:
@@ -385,7 +390,9 @@ def cmd_converge(args):
                 # before the numbers of routes agree.
                 time.sleep(0.05)
                 continue
+            t = time.monotonic()
             mine = lcfib_routes(c, lt, cut)
+            t_mine = time.monotonic() - t
         except Moving as e:
             kern, mine, cut, kern_n, lcfib_n = [], [e], {}, {}, {}
         finally:
@@ -393,9 +400,10 @@ def cmd_converge(args):
         only_k, only_l = multiset_diff(kern, mine)
         same_n = all(kern_n.get(k) == lcfib_n.get(k) for k in cut)
         if not only_k and not only_l and same_n:
-            print("# converged: %d routes%s, %.2f s" % (
-                len(kern), " (%d in samples of %d tables)" % (len(kern), len(cut)) if cut else "",
-                time.monotonic() - t0))
+            print("# converged: %d routes%s, %.2f s (%d polls; the last read the kernel in "
+                  "%.2f s, lcfibd in %.2f s)" % (
+                      len(kern), " (in samples of %d tables)" % len(cut) if cut else "",
+                      time.monotonic() - t0, polls, t_kern, t_mine))
             return 0
         if time.monotonic() > deadline:
             print("lcfibd did not converge to the kernel's %d routes in %.0f s "

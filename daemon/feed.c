@@ -8,6 +8,9 @@
  * Ownership is kept per route key (table, prefix, metric) and per nexthop
  * object id, each with the generation that last announced it. A sync
  * starts a new generation; its end deletes every key of an older one.
+ * Within a key, a kernel dump's routes of each prefix are reconciled with
+ * the FIB's as they arrive (feed_pending_flush): routes of a key that
+ * the dump no longer lists go even when others of the key stay.
  * Only the writer touches the sets; the loop talks to it through jobs.
  */
 #include <errno.h>

@@ -430,6 +430,9 @@ test_routes_appended_to_one_prefix_are_all_mirrored()
 	# From the first dump, then as events.
 	k_start k
 	converge k
+	# As root the receive buffer goes past net.core.rmem_max (SO_RCVBUFFORCE).
+	log_has k "kernel feed: receive buffer [0-9]+ bytes$" ||
+		fail "the receive buffer's size is not logged, or is capped"
 	in_ns ip route append 203.0.115.0/24 via 198.18.0.2
 	in_ns ip route append 203.0.115.0/24 via 198.18.0.3
 	in_ns ip route prepend 203.0.115.0/24 via 198.18.0.4

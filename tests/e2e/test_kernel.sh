@@ -92,11 +92,17 @@ converge()
 		fail "lcfibd $1 does not mirror the kernel (above)"
 }
 
-# batch FILE N4 N6 [STRIDE]: an ip -batch file of full-view prefixes via v0's gateways.
+# batch FILE N4 N6 [STRIDE]: an ip -batch file of full-view prefixes via
+# v0's gateways. Made once per N4 N6 STRIDE (reading the full view takes
+# a second or two), in $T, which the tests' subshells share.
 batch()
 {
-	"$PYTHON" "$ORACLE" batch "$FULLVIEW_GZ" "$2" "$3" 7 "${4:-1}" >"$1" ||
-		fail "cannot write $1"
+	local made=$T/batch-$2-$3-${4:-1}
+	if [ ! -s "$made" ]; then
+		"$PYTHON" "$ORACLE" batch "$FULLVIEW_GZ" "$2" "$3" 7 "${4:-1}" >"$made.tmp" &&
+			mv "$made.tmp" "$made" || fail "cannot write $1"
+	fi
+	cp "$made" "$1" || fail "cannot write $1"
 }
 
 # kstate NAME LEAF: a leaf of the kernel feed's state (nothing when absent).

@@ -132,12 +132,12 @@ wait_routes()
 # ------------------------------------------------------------------ tests
 
 # full_check SOCK SEED: lcfibd on SOCK holds the kernel's routes: their
-# count, all of them within the /12s of 8 random routes (listing 900k
+# count, all of them within the /12s of 4 random routes (listing 900k
 # routes would take minutes), every other table in full; lookups agree.
 full_check()
 {
 	"$PYTHON" "$ORACLE" count "$1" "$NS" "$CONVERGE_S" || fail "route counts differ (above)"
-	"$PYTHON" "$ORACLE" converge "$1" "$NS" "$CONVERGE_S" --sample=8,"$2" ||
+	"$PYTHON" "$ORACLE" converge "$1" "$NS" "$CONVERGE_S" --sample=4,"$2" ||
 		fail "lcfibd does not mirror the kernel (above)"
 	in_ns "$PYTHON" "$ORACLE" lookups "$1" "$(scale 1000)" "$2" ||
 		fail "lookups disagree with ip route get fibmatch (above)"

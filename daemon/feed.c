@@ -8,6 +8,9 @@
  * Ownership is kept per route key (table, prefix, metric) and per nexthop
  * object id, each with the generation that last announced it. A sync
  * starts a new generation; its end deletes every key of an older one.
+ * Within a key, a kernel dump's routes of each prefix are reconciled with
+ * the FIB's as they arrive (feed_pending_flush): routes of a key that
+ * the dump no longer lists go even when others of the key stay.
  * Only the writer touches the sets; the loop talks to it through jobs.
  */
 #include <errno.h>
@@ -25,6 +28,8 @@
 #include "lib/rtnl.h"
 
 #define FEED_SET_MIN 1024
+
+struct feed_pending;
 
 /* A route key the feed owns; gen 0 marks an empty slot. */
 struct feed_key {
@@ -69,6 +74,7 @@ struct feed {
 	/* writer only */
 	struct feed_set set;
 	struct feed_ids ids;
+	struct feed_pending *pending; /* a dumped prefix's routes, not yet applied */
 	uint32_t gen;
 	uint32_t *tables;
 	unsigned int n_tables;
@@ -279,10 +285,33 @@ static void feed_key_of(struct feed_key *k, const struct fib_rcfg *rc)
 }
 
 /*
- * A mirror makes the FIB say what the source says: a plain add (and every
- * dumped route, which carries no flags) replaces the route of its prefix
- * and metric; append and prepend (create without exclusive) keep their
- * meaning.
+ * What the kernel sends (Linux 6.1, seen with a netlink listener), and
+ * what the mirror makes of it:
+ *
+ *   operation            IPv4 RTM_NEWROUTE flags   IPv6 RTM_NEWROUTE flags
+ *   ip route add         CREATE|EXCL               CREATE|EXCL
+ *   ip route append      CREATE|APPEND             CREATE|APPEND (CREATE|EXCL|APPEND
+ *                                                  when the prefix had no route)
+ *   ip route prepend     CREATE                    CREATE
+ *   ip route replace     REPLACE (CREATE|EXCL when it created the route)
+ *   a dump               NLM_F_MULTI only          NLM_F_MULTI only
+ *
+ * IPv4 keeps every route of a (table, prefix, metric) apart; so does IPv6
+ * for routes without a gateway (fe80::/64 on every link). But IPv6 merges
+ * gateway routes of one prefix and metric into one multipath route (its
+ * "siblings"): an add, prepend or append of a gateway to a prefix that has
+ * one is announced as the whole merged route (RTA_MULTIPATH, CREATE or
+ * CREATE|APPEND), and `ip -6 route del PREFIX via GW` of one sibling as an
+ * RTM_DELROUTE of that gateway alone; deleting several siblings sends one
+ * RTM_DELROUTE per sibling, deleting the prefix one with the remaining
+ * ones. The mirror therefore swaps an IPv6 prefix's gateway route for the
+ * one announced (feed_route6_merge) and takes a sibling's gateway out of
+ * it (feed_route6_unmerge).
+ *
+ * Events apply with their own flags, except that an add (CREATE|EXCL)
+ * replaces what the mirror may still hold of the prefix and metric. A
+ * dump has no flags to go by: the routes it lists of one prefix are
+ * gathered and reconciled with the FIB's at once (feed_pending_flush).
  */
 static unsigned int feed_add_flags(unsigned int nl)
 {
@@ -293,29 +322,330 @@ static unsigned int feed_add_flags(unsigned int nl)
 	return FIB_F_CREATE | FIB_F_REPLACE;
 }
 
-static void feed_route_add(struct feed *f, struct rtnl_route *r, struct errbuf *err)
+static bool feed_path_eq(const struct nh_path *a, const struct nh_path *b)
+{
+	if (a->ifindex != b->ifindex || a->gw_family != b->gw_family)
+		return false;
+	if (a->gw_family == AF_INET)
+		return a->gw.v4.s_addr == b->gw.v4.s_addr;
+	if (a->gw_family == AF_INET6)
+		return memcmp(&a->gw.v6, &b->gw.v6, sizeof(a->gw.v6)) == 0;
+	return true;
+}
+
+/* Whether @p is one of @n @paths (gateway and device; weights apart). */
+static bool feed_path_in(const struct nh_path *p, const struct nh_path *paths, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (feed_path_eq(p, &paths[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the FIB's route @r is @rc: type, protocol, scope, metric and nexthop, weights too. */
+static bool feed_route_is(const struct fib_route *r, const struct fib_rcfg *rc)
+{
+	const struct nh_info *info;
+
+	if (r->metric != rc->metric || r->type != (rc->type ? rc->type : FIB_RT_UNICAST) ||
+	    r->proto != rc->proto || r->scope != rc->scope)
+		return false;
+	if (rc->nh_id)
+		return r->nh && r->nh->id == rc->nh_id;
+	if (!rc->n_paths)
+		return !r->nh;
+	if (!r->nh || r->nh->id)
+		return false;
+	info = r->nh->info;
+	if (info->n != rc->n_paths)
+		return false;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		unsigned int j;
+
+		for (j = 0; j < info->n; j++) {
+			if (feed_path_eq(&rc->paths[i], &info->path[j]) &&
+			    rc->paths[i].weight == info->path[j].weight &&
+			    rc->paths[i].flags == info->path[j].flags)
+				break;
+		}
+		if (j == info->n)
+			return false;
+	}
+	return true;
+}
+
+/* Whether @rc is an IPv6 route the kernel merges with others: unicast, through gateways only. */
+static bool feed_is_gw6(const struct fib_rcfg *rc)
+{
+	if (rc->dst.a.family != AF_INET6 || rc->nh_id || !rc->n_paths ||
+	    (rc->type && rc->type != FIB_RT_UNICAST))
+		return false;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		if (rc->paths[i].gw_family == AF_UNSPEC)
+			return false;
+	}
+	return true;
+}
+
+/* The routes of @rc's prefix now (a copy: the FIB's array goes with the next edit). */
+static unsigned int feed_view(struct feed *f, const struct fib_rcfg *rc, struct fib_route *out)
+{
+	const struct fib_route *r;
+	unsigned int n = 0;
+
+	r = fib_find_rcu(f->d->fib, rc->table ? rc->table : FIB_TABLE_MAIN, &rc->dst, &n);
+	if (!r)
+		return 0;
+	if (n > TRIE_LEAF_MAX)
+		n = TRIE_LEAF_MAX;
+	memcpy(out, r, n * sizeof(*r));
+	return n;
+}
+
+/* A delete that matches @r of @like's prefix exactly; @paths: room for its paths. */
+static void feed_rcfg_of(struct fib_rcfg *rc, const struct fib_rcfg *like,
+			 const struct fib_route *r, struct nh_path *paths)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->dst = like->dst;
+	rc->table = like->table;
+	rc->type = r->type;
+	rc->proto = r->proto;
+	rc->scope = r->scope;
+	rc->metric = r->metric;
+	rc->flags = FIB_F_EXACT_METRIC;
+	if (r->nh && r->nh->id) {
+		rc->nh_id = r->nh->id;
+	} else if (r->nh) {
+		rc->n_paths = r->nh->info->n;
+		memcpy(paths, r->nh->info->path, rc->n_paths * sizeof(*paths));
+		for (unsigned int i = 0; i < rc->n_paths; i++)
+			paths[i].member = NULL;
+		rc->paths = paths;
+	}
+}
+
+static void feed_applied(struct feed *f)
+{
+	feed_inc(&f->route_updates, 1);
+	feed_inc(&f->d->ingest.applied, 1);
+}
+
+static void feed_refused(struct feed *f, const struct errbuf *err)
+{
+	feed_error(f, &f->apply_errors, "%s", err->msg);
+	feed_inc(&f->d->ingest.rejected, 1);
+}
+
+/* fib_route_add_undo() of @rc with FIB_F_* @flags, counted. */
+static int feed_fib_add_once(struct feed *f, struct fib_rcfg *rc, unsigned int flags,
+			     bool *changed, struct errbuf *err)
 {
 	struct fib *fib = f->d->fib;
-	struct feed_key k;
 	struct fib_undo u;
 	int ret;
 
-	r->rc.flags = feed_add_flags(r->rc.flags);
-	ret = fib_route_add_undo(fib, &r->rc, &u, err);
-	if (ret) {
-		feed_error(f, &f->apply_errors, "%s", err->msg);
-		feed_inc(&f->d->ingest.rejected, 1);
-		return;
-	}
+	err_clear(err);
+	rc->flags = flags;
+	ret = fib_route_add_undo(fib, rc, &u, err);
+	if (ret)
+		return ret;
 	/* A record says whether a route went in and whether one came out. */
 	if (u.has_added && !u.has_removed)
 		feed_inc(&f->routes, 1);
+	*changed = u.has_added || u.has_removed;
 	fib_undo_release(fib, &u);
-	feed_key_of(&k, &r->rc);
+	return 0;
+}
+
+/*
+ * The route of @rc's prefix and metric whose type and nexthop are @rc's
+ * (the FIB's identity of a route) but whose protocol or scope are not:
+ * its index in @v, or @n.
+ */
+static unsigned int feed_conflict_of(const struct fib_route *v, unsigned int n,
+				     const struct fib_rcfg *rc)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct fib_rcfg same = *rc;
+
+		same.proto = v[i].proto;
+		same.scope = v[i].scope;
+		if (feed_route_is(&v[i], &same) && !feed_route_is(&v[i], rc))
+			return i;
+	}
+	return n;
+}
+
+static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struct fib_route *r);
+/*
+ * Adds @rc with FIB_F_* @flags, counted; marks its key. The FIB knows a
+ * route by its type and nexthop: one that differs from @rc only in its
+ * protocol or scope makes the add a no-op (a replace) or -EEXIST; it then
+ * goes, and @rc is added after the others of its metric (the one place
+ * where readers may miss a prefix for a moment: the FIB has no edit that
+ * changes a route's protocol alone). Returns
+ * fib_route_add()'s result.
+ */
+static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags, bool quiet)
+{
+	struct fib_route v[TRIE_LEAF_MAX];
+	bool changed = true;
+	struct feed_key k;
+	struct errbuf err;
+	unsigned int n, i;
+	int ret;
+
+	ret = feed_fib_add_once(f, rc, flags, &changed, &err);
+	if ((ret == -EEXIST && !(flags & FIB_F_EXCL)) || (!ret && !changed)) {
+		n = feed_view(f, rc, v);
+		i = feed_conflict_of(v, n, rc);
+		if (i < n && feed_fib_del(f, rc, &v[i]) == 0)
+			ret = feed_fib_add_once(f, rc, FIB_F_CREATE | (flags & FIB_F_APPEND),
+						&changed, &err);
+	}
+	if (ret) {
+		if (!quiet)
+			feed_refused(f, &err);
+		return ret;
+	}
+	feed_key_of(&k, rc);
 	if (feed_set_mark(&f->set, &k, f->gen))
 		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
-	feed_inc(&f->route_updates, 1);
-	feed_inc(&f->d->ingest.applied, 1);
+	feed_applied(f);
+	return 0;
+}
+
+/* Deletes the FIB's route @r of @like's prefix, counted. */
+static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struct fib_route *r)
+{
+	struct nh_path paths[NH_MAX_PATHS];
+	struct fib_rcfg rc;
+	struct errbuf err;
+	int ret;
+
+	err_clear(&err);
+	feed_rcfg_of(&rc, like, r, paths);
+	ret = fib_route_del(f->d->fib, &rc, &err);
+	if (ret)
+		return ret;
+	feed_dec(&f->routes, 1);
+	feed_applied(f);
+	return 0;
+}
+
+/*
+ * Puts @rc in the place of the FIB's route @old (same prefix and metric)
+ * without a moment where the prefix has neither: a replace when @old is
+ * the first of its metric (what a replace takes out), else @rc added
+ * after the others, then @old deleted if it is still there.
+ */
+static int feed_swap(struct feed *f, struct fib_rcfg *rc, const struct fib_route *old,
+		     bool old_first)
+{
+	struct fib_route v[TRIE_LEAF_MAX];
+	unsigned int n, i;
+	int ret;
+
+	if (old_first)
+		return feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE, false);
+	ret = feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
+	if (ret)
+		return ret;
+	n = feed_view(f, rc, v);
+	for (i = 0; i < n && memcmp(&v[i], old, sizeof(*old)); i++)
+		;
+	if (i < n)
+		feed_fib_del(f, rc, old);
+	return 0;
+}
+
+/* The index in @v of the first route of @metric, or @n. */
+static unsigned int feed_first_of(const struct fib_route *v, unsigned int n, uint32_t metric)
+{
+	unsigned int i = 0;
+
+	while (i < n && v[i].metric != metric)
+		i++;
+	return i;
+}
+
+/* The index in @v of @rc's prefix's IPv6 gateway route of @rc's metric, or @n. */
+static unsigned int feed_gw6_of(const struct fib_route *v, unsigned int n,
+				const struct fib_rcfg *rc)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct nh_path paths[NH_MAX_PATHS];
+		struct fib_rcfg have;
+
+		if (v[i].metric != rc->metric)
+			continue;
+		feed_rcfg_of(&have, rc, &v[i], paths);
+		if (feed_is_gw6(&have))
+			return i;
+	}
+	return n;
+}
+
+/*
+ * An IPv6 gateway route announced other than by a replace: it is the
+ * whole of its prefix and metric's gateway route, which the kernel merged.
+ * Returns whether it was applied here.
+ */
+static bool feed_route6_merge(struct feed *f, struct fib_rcfg *rc)
+{
+	struct fib_route v[TRIE_LEAF_MAX];
+	unsigned int n = feed_view(f, rc, v), i = feed_gw6_of(v, n, rc);
+
+	if (i == n)
+		return false;
+	if (feed_route_is(&v[i], rc))
+		feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE, false); /* marks it */
+	else
+		feed_swap(f, rc, &v[i], feed_first_of(v, n, rc->metric) == i);
+	return true;
+}
+
+/*
+ * An IPv6 delete of gateways the mirror holds as paths of a merged route
+ * (siblings deleted one by one): the route loses them, or goes when none
+ * is left. Returns 0, or -ESRCH when no such path is held.
+ */
+static int feed_route6_unmerge(struct feed *f, const struct fib_rcfg *del)
+{
+	struct nh_path have_paths[NH_MAX_PATHS], left[NH_MAX_PATHS];
+	struct fib_route v[TRIE_LEAF_MAX];
+	unsigned int n = feed_view(f, del, v), i, k = 0;
+	struct fib_rcfg have;
+
+	if (!feed_is_gw6(del) || !del->metric)
+		return -ESRCH;
+	i = feed_gw6_of(v, n, del);
+	if (i == n)
+		return -ESRCH;
+	feed_rcfg_of(&have, del, &v[i], have_paths);
+	for (unsigned int j = 0; j < have.n_paths; j++) {
+		if (!feed_path_in(&have.paths[j], del->paths, del->n_paths))
+			left[k++] = have.paths[j];
+	}
+	if (k == have.n_paths)
+		return -ESRCH;
+	if (!k)
+		return feed_fib_del(f, del, &v[i]);
+	have.paths = left;
+	have.n_paths = k;
+	have.flags = 0;
+	return feed_swap(f, &have, &v[i], feed_first_of(v, n, del->metric) == i);
+}
+
+static void feed_route_add(struct feed *f, struct rtnl_route *r)
+{
+	unsigned int flags = feed_add_flags(r->rc.flags);
+
+	if (!(flags & FIB_F_REPLACE) && feed_is_gw6(&r->rc) && feed_route6_merge(f, &r->rc))
+		return;
+	feed_fib_add(f, &r->rc, flags, false);
 }
 
 static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *err)
@@ -324,19 +654,144 @@ static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *
 
 	r->rc.flags = 0;
 	ret = fib_route_del(f->d->fib, &r->rc, err);
+	if (ret == -ESRCH && feed_route6_unmerge(f, &r->rc) == 0)
+		return;
 	if (ret == -ESRCH) {
 		/* Already gone (a flush, a sweep, or a route we never had). */
 		feed_inc(&f->skipped, 1);
 		return;
 	}
 	if (ret) {
-		feed_error(f, &f->apply_errors, "%s", err->msg);
-		feed_inc(&f->d->ingest.rejected, 1);
+		feed_refused(f, err);
 		return;
 	}
 	feed_dec(&f->routes, 1);
-	feed_inc(&f->route_updates, 1);
-	feed_inc(&f->d->ingest.applied, 1);
+	feed_applied(f);
+}
+
+/* --------------------------------------------------------------- dumps */
+
+/*
+ * The routes a dump lists of one prefix come one after the other (both
+ * families' dumps walk their tries prefix by prefix, every metric of a
+ * prefix together), so they are gathered here until the next prefix and
+ * then reconciled with what the FIB holds of it: a route held as listed
+ * stays untouched, one missing is added (in the place of a stale one of
+ * its metric when there is one, atomically), and then the routes the dump
+ * did not list go, of the keys the feed owns. Readers never see the
+ * prefix missing while the kernel has it. An IPv6 dump the kernel
+ * restarted may list a prefix twice; such a dump is redone anyway
+ * (feed_kernel.c), and the prefix's routes are reconciled again.
+ */
+struct feed_pending {
+	struct rtnl_route *r;
+	unsigned int n, cap;
+};
+
+static bool feed_same_prefix(const struct fib_rcfg *a, const struct fib_rcfg *b)
+{
+	return (a->table ? a->table : FIB_TABLE_MAIN) == (b->table ? b->table : FIB_TABLE_MAIN) &&
+	       a->dst.plen == b->dst.plen && a->dst.a.family == b->dst.a.family &&
+	       memcmp(a->dst.a.b, b->dst.a.b, 16) == 0;
+}
+
+/* Whether the FIB's route @r is one of the pending ones. */
+static bool feed_pending_has(const struct feed_pending *p, const struct fib_route *r)
+{
+	for (unsigned int i = 0; i < p->n; i++) {
+		if (feed_route_is(r, &p->r[i].rc))
+			return true;
+	}
+	return false;
+}
+
+static bool feed_owns(const struct feed *f, const struct fib_rcfg *like, uint32_t metric)
+{
+	struct feed_key k;
+	struct fib_rcfg rc = *like;
+
+	if (!f->set.cap)
+		return false;
+	rc.metric = metric;
+	feed_key_of(&k, &rc);
+	return feed_set_slot(&f->set, &k)->gen != 0;
+}
+
+/* Makes the FIB hold of one prefix what the dump listed of it (see above). */
+static void feed_pending_flush(struct feed *f)
+{
+	struct feed_pending *p = f->pending;
+	struct fib_route v[TRIE_LEAF_MAX];
+	unsigned int n, i;
+
+	if (!p || !p->n)
+		return;
+	for (unsigned int d = 0; d < p->n; d++) {
+		struct fib_rcfg *rc = &p->r[d].rc;
+
+		rc->paths = p->r[d].paths;
+		n = feed_view(f, rc, v);
+		for (i = 0; i < n && !feed_route_is(&v[i], rc); i++)
+			;
+		if (i < n) {
+			struct feed_key k;
+
+			feed_key_of(&k, rc);
+			if (feed_set_mark(&f->set, &k, f->gen))
+				feed_error(f, &f->apply_errors,
+					   "out of memory for the feed's route set");
+			continue;
+		}
+		i = feed_first_of(v, n, rc->metric);
+		if (i < n && !feed_pending_has(p, &v[i]) && feed_owns(f, rc, rc->metric))
+			feed_swap(f, rc, &v[i], true);
+		else
+			feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
+	}
+	/* What the dump did not list goes; one at a time, the view changing with each. */
+	for (;;) {
+		n = feed_view(f, &p->r[0].rc, v);
+		for (i = 0; i < n; i++) {
+			if (!feed_pending_has(p, &v[i]) && feed_owns(f, &p->r[0].rc, v[i].metric))
+				break;
+		}
+		if (i == n || feed_fib_del(f, &p->r[0].rc, &v[i]))
+			break;
+	}
+	p->n = 0;
+}
+
+/* Gathers a dumped route of the prefix being dumped (or of the next one). */
+static void feed_pending_add(struct feed *f, const struct rtnl_route *r)
+{
+	struct feed_pending *p = f->pending;
+
+	if (!p) {
+		p = f->pending = calloc(1, sizeof(*p));
+		if (!p)
+			goto nomem;
+	}
+	if (p->n && !feed_same_prefix(&p->r[0].rc, &r->rc))
+		feed_pending_flush(f);
+	if (p->n == p->cap) {
+		unsigned int cap = p->cap ? p->cap * 2 : 4;
+		struct rtnl_route *nr;
+
+		if (cap > TRIE_LEAF_MAX) {
+			feed_error(f, &f->apply_errors, "more than %u routes of one prefix",
+				   TRIE_LEAF_MAX);
+			return;
+		}
+		nr = realloc(p->r, cap * sizeof(*nr));
+		if (!nr)
+			goto nomem;
+		p->r = nr;
+		p->cap = cap;
+	}
+	p->r[p->n++] = *r;
+	return;
+nomem:
+	feed_error(f, &f->apply_errors, "out of memory gathering a dumped prefix");
 }
 
 static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
@@ -359,10 +814,16 @@ static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
 		feed_inc(&f->skipped, 1);
 		return;
 	}
+	/* A dump's message (NLM_F_MULTI) carries no request flags: see feed_pending_flush(). */
+	if (!r.del && (nlh->nlmsg_flags & NLM_F_MULTI)) {
+		feed_pending_add(f, &r);
+		return;
+	}
+	feed_pending_flush(f);
 	if (r.del)
 		feed_route_del(f, &r, &err);
 	else
-		feed_route_add(f, &r, &err);
+		feed_route_add(f, &r);
 }
 
 static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
@@ -416,6 +877,7 @@ static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
 			break;
 		case RTM_NEWNEXTHOP:
 		case RTM_DELNEXTHOP:
+			feed_pending_flush(f);
 			feed_nexthop(f, nlh);
 			break;
 		default:
@@ -492,14 +954,17 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		feed_apply_msgs(f, j->data, j->len);
 		break;
 	case FEED_JOB_SYNC_BEGIN:
+		feed_pending_flush(f);
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
 			f->gen = 1;
 		break;
 	case FEED_JOB_SYNC_END:
+		feed_pending_flush(f);
 		feed_sweep(f, f->gen);
 		break;
 	case FEED_JOB_FLUSH:
+		feed_pending_flush(f);
 		feed_sweep(f, 0);
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
@@ -560,6 +1025,9 @@ void feed_free(struct feed *f)
 {
 	if (!f)
 		return;
+	if (f->pending)
+		free(f->pending->r);
+	free(f->pending);
 	free(f->set.k);
 	free(f->ids.id);
 	free(f->ids.gen);

@@ -108,6 +108,14 @@ print("%.3f %.3f %d" % (t0 - t, time.monotonic() - t0, at_end))
 EOF
 }
 
+# verify SOCK: once the counts agree (the figures), the routes themselves
+# must (the oracle of tests/e2e, on samples of a full table); not timed.
+verify()
+{
+	"$python" "$top/tests/e2e/kernel_oracle.py" converge "$1" "$ns" 60 --sample=12,1 \
+		>"$tmp/verify" || { cat "$tmp/verify" >&2; exit 1; }
+}
+
 export TOP=$top
 echo "# bench_kernel: lcfibd's kernel feed behind ip -batch; $(nproc) cpus, $(uname -r)"
 printf '%-8s %9s %10s %11s %8s %16s %12s %10s %8s\n' routes alone-s ip-batch-s kernel-rt/s \
@@ -131,12 +139,14 @@ for size in $sizes; do
 	read -r tb lag held < <(lag "$tmp/a/sock" $((base + n)) \
 		ip -n "$ns" -batch "$tmp/routes.batch")
 	[ "$(kernel_routes)" = $((base + n)) ] || { echo "the kernel holds $(kernel_routes)" >&2; exit 1; }
+	verify "$tmp/a/sock"
 	stop_daemon
 	# The same routes from a dump: a new lcfibd on the loaded kernel.
 	t0=$(date +%s.%N)
 	start_daemon b
 	lag "$tmp/b/sock" $((base + n)) >/dev/null
 	eq=$(echo "$(date +%s.%N) - $t0" | bc -l)
+	verify "$tmp/b/sock"
 	stop_daemon
 	dms=$(sed -n 's/.*kernel feed: dump done in \([0-9]*\) ms.*/\1/p' "$tmp/b/log" | head -1)
 	printf '%-8s %9.1f %10.1f %11.0f %8.0f %16s %12.2f %10.0f %8s\n' "$n" "$alone" "$tb" \

@@ -12,7 +12,8 @@
       protocol, scope, metric, nexthop id, paths); exits 1 with the
       differences when TIMEOUT seconds pass first. With --sample, tables
       of more than 100k routes are compared by their counts and by all
-      their routes within N random /10s (IPv4) or /20s (IPv6).
+      their routes within the /12s (IPv4) or /20s (IPv6) of N routes
+      picked at random (seed SEED).
   kernel_oracle.py count SOCK NETNS TIMEOUT
       the same for the numbers of routes only (cheap: for a full table).
   kernel_oracle.py lookups SOCK N SEED
@@ -104,7 +105,13 @@ def kernel_key(r, family):
     table = r.get("table", "254")
     table = TABLE_NAMES.get(table, table)
     paths = ()
-    if rtype not in NO_PATHS:
+    if rtype == "blackhole" and r.get("nhid"):
+        # A route through a blackhole nexthop object: the kernel (in its
+        # nexthop_compat_mode) reports it as of type blackhole, while what
+        # was added, and what lcfibd holds, is the unicast route "nhid N"
+        # (lib/rtnl.h). Lookups hitting it drop in both (cmd_lookups).
+        rtype = "unicast"
+    elif rtype not in NO_PATHS:
         hops = r.get("nexthops") or [r]
         paths = tuple(sorted((h.get("gateway"), h.get("dev"), int(h.get("weight", 1)))
                              for h in hops if h.get("gateway") or h.get("dev")))
@@ -113,11 +120,94 @@ def kernel_key(r, family):
             int(r.get("nhid", 0)), paths)
 
 
-def kernel_routes(netns, cut=None):
-    """The kernel's routes, of the tables in @cut only those within their
-    blocks (see lcfib_routes); and the number of routes of every table."""
+# What `ip -o` prints after a route's prefix, as the words of `ip -j`.
+TEXT_ARGS = {"via": "gateway", "dev": "dev", "proto": "protocol", "scope": "scope",
+             "metric": "metric", "nhid": "nhid", "table": "table", "src": "prefsrc",
+             "weight": "weight", "pref": "pref", "expires": "expires", "mtu": "mtu",
+             "hoplimit": "hoplimit", "realms": "realms", "tos": "tos", "dsfield": "tos"}
+
+
+def text_route(words):
+    """A route of `ip -N -o route show` as `ip -N -j` shows it (the fields
+    kernel_key looks at): a full table's JSON takes ip and python ~15 s."""
+    i, r = 0, {}
+    if words[0].isdigit():
+        r["type"], i = words[0], 1
+    r["dst"] = words[i]
+    cur = r
+    i += 1
+    while i < len(words):
+        w = words[i]
+        if w == "nexthop":
+            cur = {}
+            r.setdefault("nexthops", []).append(cur)
+        elif w in TEXT_ARGS and i + 1 < len(words):
+            i += 1
+            if w == "via" and words[i] in ("inet", "inet6"):
+                i += 1
+            (r if w in ("table", "proto", "scope", "metric", "nhid") else cur)[TEXT_ARGS[w]] = \
+                words[i]
+        i += 1
+    return r
+
+
+def text_dst(line):
+    """The prefix of a line of `ip -N -o route show` (after its type, if any)."""
+    dst = line[:line.find(" ")]
+    return line.split(None, 2)[1] if dst.isdigit() else dst
+
+
+def kernel_routes_sampled(netns, sample):
+    """kernel_routes() for a full table: the tables of more than BIG routes
+    are read from `ip -o` (`ip -j` of a full table takes ip and python ~15
+    s) and only their routes within @sample[0] blocks parsed, blocks of
+    routes picked at random (seed @sample[1]); the other tables from `ip
+    -j`. Returns the routes, the number of routes of every table, and the
+    blocks {(table, family): [prefixes]}."""
+    routes, n, cut = [], {}, {}
+    rnd = random.Random(sample[1])
+    for family in (4, 6):
+        fam = "ipv%d" % family
+        cmd = ["ip", "-n", netns, "-N", "-o", "-%d" % family, "route", "show", "table", "all"]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout.decode()
+        lines = {}
+        for line in out.splitlines():
+            if " table " in line:
+                words = line.split()
+                t = words[words.index("table") + 1]
+                table = int(TABLE_NAMES.get(t, t))
+            else:
+                table = 254  # ip omits main's name: the full table's lines, looked at little
+            lines.setdefault(table, []).append(line)
+        for table, ls in lines.items():
+            n[(table, fam)] = len(ls)
+            if len(ls) <= BIG:
+                continue
+            blocks = {block_of(canon_prefix(text_dst(rnd.choice(ls)), family))
+                      for _ in range(sample[0])} - {None}
+            cut[(table, fam)] = [block_name(family, b) for b in sorted(blocks)]
+            for line in ls:
+                if block_of(canon_prefix(text_dst(line), family)) in blocks:
+                    r = text_route(line.replace("\\", " ").split())
+                    r["table"] = str(table)
+                    routes.append(kernel_key(r, family))
+    for (table, fam) in n:
+        if (table, fam) in cut:
+            continue
+        family = int(fam[3])
+        cmd = ["ip", "-n", netns, "-N", "-j", "-%d" % family, "route", "show", "table",
+               str(table)]
+        for r in json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout
+                            or b"[]"):
+            if "dst" in r:
+                r.setdefault("table", str(table))
+                routes.append(kernel_key(r, family))
+    return routes, n, cut
+
+
+def kernel_routes(netns):
+    """The kernel's routes, and the number of routes of every table."""
     routes, n = [], {}
-    sets = {k: {block_of(b) for b in v} for k, v in (cut or {}).items()}
     for family in (4, 6):
         fam = "ipv%d" % family
         for r in ip_json(netns, family):
@@ -125,9 +215,7 @@ def kernel_routes(netns, cut=None):
                 continue
             table = int(TABLE_NAMES.get(r.get("table", "254"), r.get("table", "254")))
             n[(table, fam)] = n.get((table, fam), 0) + 1
-            blocks = sets.get((table, fam))
-            if blocks is None or block_of(canon_prefix(r["dst"], family)) in blocks:
-                routes.append(kernel_key(r, family))
+            routes.append(kernel_key(r, family))
     return routes, n
 
 
@@ -158,20 +246,24 @@ def lcfib_key(r, family):
             int(r.get("nexthop-id", 0)), paths)
 
 
-# The routes RPC builds its whole reply as one libyang tree, which costs
-# the square of its length: ask for at most this many routes at a time.
-CHUNK = 1000
+# The routes RPC builds its whole reply as one libyang tree, at a cost
+# that grows faster than its length: 1000 routes take ~0.1 s, 4000 ~0.5
+# s, 8000 ~1.3 s, 25000 (in blocks of up to 4000) ~7 s. A table of up to
+# WHOLE routes is asked for at once (a cut reply is wasted: its halves are
+# asked for again); bigger ones, and sample blocks, in chunks of CHUNK.
+CHUNK = 2000
+WHOLE = 20000
 # Tables with more routes are compared in samples, when asked (a full table
 # takes minutes to list): their counts, and all routes within random blocks.
 BIG = 100000
 
 
-def lcfib_within(c, table, prefix):
+def lcfib_within(c, table, prefix, limit=CHUNK):
     """lcfibd's routes of @table within @prefix, fetched in chunks: a reply
-    cut at CHUNK routes is split into the prefix's two halves. The routes
+    cut at @limit routes is split into the prefix's two halves. The routes
     of exactly @prefix come first in a cut reply: the walk goes in key order
     and @prefix's key is the lowest within it."""
-    ok, reply = c.rpc({"lcfib:routes": {"table": table, "prefix": prefix, "limit": CHUNK}})
+    ok, reply = c.rpc({"lcfib:routes": {"table": table, "prefix": prefix, "limit": limit}})
     if not ok:
         raise AssertionError("routes of table %d within %s: %s" % (table, prefix, reply))
     out = reply.get("lcfib:routes", {})
@@ -181,7 +273,7 @@ def lcfib_within(c, table, prefix):
     net = ipaddress.ip_network(prefix)
     exact = [r for r in routes if ipaddress.ip_network(r["prefix"]) == net]
     for half in net.subnets(1):
-        exact += lcfib_within(c, table, str(half))
+        exact += lcfib_within(c, table, str(half), limit)
     return exact
 
 
@@ -189,8 +281,9 @@ class Moving(Exception):
     """lcfibd's tables changed while they were read."""
 
 
-# Samples are blocks of this length: ~1000 routes each in a full view.
-BLOCK = {"ipv4": 10, "ipv6": 20}
+# Samples are blocks of this length: a few hundred routes each in a full
+# view, up to ~3000 (random routes fall in dense blocks more often).
+BLOCK = {"ipv4": 12, "ipv6": 20}
 
 
 def block_name(version, n):
@@ -199,32 +292,21 @@ def block_name(version, n):
     return str(ipaddress.ip_network((n << (bits - blen), blen)))
 
 
-def blocks_of(family, sample, seed):
-    """@sample random blocks of a family's unicast space."""
-    rnd = random.Random(seed)
-    if family == "ipv4":
-        return [block_name(4, b) for b in rnd.sample(range(1 << 8, 224 << 2), sample)]
-    return [block_name(6, b) for b in rnd.sample(range(0x2000 << 4, 0x4000 << 4), sample)]
-
-
 def block_of(prefix):
     """The number of @prefix's block (as block_name() takes it); None when
     the prefix is shorter than a block."""
     addr, plen = prefix.split("/")
     v6 = ":" in addr
+    if not v6:
+        # A full table's worth of these: the short way (blocks of /16 or less).
+        a, b, _ = addr.split(".", 2)
+        blen = BLOCK["ipv4"]
+        return (int(a) << 8 | int(b)) >> (16 - blen) if int(plen) >= blen else None
     blen = BLOCK["ipv6" if v6 else "ipv4"]
     if int(plen) < blen:
         return None
     raw = socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, addr)
     return int.from_bytes(raw, "big") >> (len(raw) * 8 - blen)
-
-
-def sample_cut(tables, sample):
-    """The blocks {(table, family): [prefixes]} to compare the tables of more
-    than BIG routes in: @sample[0] random ones (seed @sample[1])."""
-    if not sample:
-        return {}
-    return {(t, f): blocks_of(f, *sample) for t, f, n in tables if n > BIG}
 
 
 def lcfib_routes(c, tables, cut):
@@ -238,7 +320,8 @@ def lcfib_routes(c, tables, cut):
             for b in cut[(table, family)]:
                 got += lcfib_within(c, table, b)
         else:
-            got = lcfib_within(c, table, "0.0.0.0/0" if family == "ipv4" else "::/0")
+            got = lcfib_within(c, table, "0.0.0.0/0" if family == "ipv4" else "::/0",
+                               n + 1 if n <= WHOLE else CHUNK)
             if len(got) != n:
                 raise Moving("table %d %s: %d routes listed, %d counted" % (table, family,
                                                                          len(got), n))
@@ -271,6 +354,12 @@ def show(routes, limit=15):
         print("     ... and %d more" % (len(routes) - limit))
 
 
+def counts_differ(kern_n, lcfib_n, tables):
+    """Whether the tables (all, or those in @tables) hold different numbers of routes."""
+    keys = {k for k in list(kern_n) + list(lcfib_n) if tables is None or k[0] in tables}
+    return any(kern_n.get(k, 0) != lcfib_n.get(k, 0) for k in keys)
+
+
 def cmd_converge(args):
     sample = None
     if args and args[-1].startswith("--sample="):
@@ -281,15 +370,30 @@ def cmd_converge(args):
     tables = {int(t) for t in args[3].split(",")} if len(args) > 3 else None
     deadline = time.monotonic() + timeout
     t0 = time.monotonic()
+    polls = 0
     while True:
         c = ctl.Conn(sock)
+        polls += 1
+        t_kern = t_mine = 0.0
         try:
+            t = time.monotonic()
             lt = lcfib_tables(c)
-            cut = sample_cut(lt, sample)
-            kern, kern_n = kernel_routes(netns, cut)
+            if sample:
+                kern, kern_n, cut = kernel_routes_sampled(netns, sample)
+            else:
+                cut = {}
+                kern, kern_n = kernel_routes(netns)
+            t_kern = time.monotonic() - t
             kern = [r for r in kern if tables is None or r[1] in tables]
             lcfib_n = {(t, f): n for t, f, n in lt if n}
+            if counts_differ(kern_n, lcfib_n, tables) and time.monotonic() < deadline:
+                # Listing lcfibd's routes costs more than the kernel's: not
+                # before the numbers of routes agree.
+                time.sleep(0.05)
+                continue
+            t = time.monotonic()
             mine = lcfib_routes(c, lt, cut)
+            t_mine = time.monotonic() - t
         except Moving as e:
             kern, mine, cut, kern_n, lcfib_n = [], [e], {}, {}, {}
         finally:
@@ -297,9 +401,10 @@ def cmd_converge(args):
         only_k, only_l = multiset_diff(kern, mine)
         same_n = all(kern_n.get(k) == lcfib_n.get(k) for k in cut)
         if not only_k and not only_l and same_n:
-            print("# converged: %d routes%s, %.2f s" % (
-                len(kern), " (%d in samples of %d tables)" % (len(kern), len(cut)) if cut else "",
-                time.monotonic() - t0))
+            print("# converged: %d routes%s, %.2f s (%d polls; the last read the kernel in "
+                  "%.2f s, lcfibd in %.2f s)" % (
+                      len(kern), " (in samples of %d tables)" % len(cut) if cut else "",
+                      time.monotonic() - t0, polls, t_kern, t_mine))
             return 0
         if time.monotonic() > deadline:
             print("lcfibd did not converge to the kernel's %d routes in %.0f s "
@@ -386,7 +491,12 @@ def lcfib_fibmatch(c, addr):
             raise AssertionError("lookup %s: %s" % (addr, reply))
         out = reply.get("lcfib:lookup", {})
         if out.get("found") and out.get("prefix"):
-            return str(ipaddress.ip_network(out["prefix"])), out.get("type", "unicast")
+            rtype = out.get("type", "unicast")
+            if rtype == "unicast" and out.get("nexthop-id") and not out.get("nexthop"):
+                # Through a nexthop object without paths: a blackhole object,
+                # which the kernel reports as a blackhole route (kernel_key).
+                rtype = "blackhole"
+            return str(ipaddress.ip_network(out["prefix"])), rtype
     return None
 
 

@@ -88,11 +88,13 @@ struct rpc_route {
 	uint32_t table, metric, nh_id;
 	uint8_t type, proto, scope;
 	uint16_t n_paths;
-	struct nh_path path[NH_MAX_PATHS];
+	size_t path_off;	     /* a listing's: where its paths start in the walk's array */
+	const struct nh_path *path; /* n_paths of them */
 };
 
+/* Copies @r, its paths into @paths (room for NH_MAX_PATHS). */
 static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct addr_prefix *p,
-			       const struct fib_route *r)
+			       const struct fib_route *r, struct nh_path *paths)
 {
 	o->p = *p;
 	o->table = table;
@@ -102,11 +104,12 @@ static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct
 	o->scope = r->scope;
 	o->nh_id = r->nh ? r->nh->id : 0;
 	o->n_paths = 0;
+	o->path = paths;
 	if (r->nh) {
 		const struct nh_info *info = nh_info_rcu(r->nh);
 
 		o->n_paths = info->n > NH_MAX_PATHS ? NH_MAX_PATHS : info->n;
-		memcpy(o->path, info->path, o->n_paths * sizeof(o->path[0]));
+		memcpy(paths, info->path, o->n_paths * sizeof(paths[0]));
 	}
 }
 
@@ -212,6 +215,7 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 		      struct lcfibd_err *e)
 {
 	uint32_t table = rpc_table(rpc_value(op, "table"));
+	struct nh_path paths[NH_MAX_PATHS];
 	struct rpc_route r;
 	struct addr_prefix p;
 	struct errbuf err;
@@ -229,7 +233,7 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 		const struct fib_route *fr = fib_match_rcu(d->fib, table, &a, &p);
 
 		if (fr) {
-			rpc_route_copy_rcu(&r, table, &p, fr);
+			rpc_route_copy_rcu(&r, table, &p, fr, paths);
 			found = true;
 		}
 	}
@@ -258,6 +262,8 @@ struct rpc_walk {
 	bool truncated;
 	struct rpc_route *r; /* limit of them, or fewer */
 	size_t cap;
+	struct nh_path *paths; /* the routes' paths, one after the other */
+	size_t n_paths, cap_paths;
 };
 
 static bool rpc_within(const struct addr_prefix *p, const struct addr_prefix *w)
@@ -300,7 +306,18 @@ static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_
 		w->r = r;
 		w->cap = cap;
 	}
-	rpc_route_copy_rcu(&w->r[w->n++], w->table, p, fr);
+	if (w->cap_paths - w->n_paths < NH_MAX_PATHS) {
+		size_t cap = w->cap_paths ? w->cap_paths * 2 : 4 * NH_MAX_PATHS;
+		struct nh_path *paths = realloc(w->paths, cap * sizeof(*paths));
+
+		if (!paths)
+			return -ENOMEM;
+		w->paths = paths;
+		w->cap_paths = cap;
+	}
+	rpc_route_copy_rcu(&w->r[w->n], w->table, p, fr, w->paths + w->n_paths);
+	w->r[w->n].path_off = w->n_paths;
+	w->n_paths += w->r[w->n++].n_paths;
 	return 0;
 }
 
@@ -335,6 +352,7 @@ static int rpc_routes(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	fib_read_unlock();
 	if (ret < 0) {
 		free(w.r);
+		free(w.paths);
 		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory listing routes");
 		return -1;
 	}
@@ -342,12 +360,16 @@ static int rpc_routes(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	ret = out ? rpc_term(out, "truncated", "%s", w.truncated ? "true" : "false") : -1;
 	for (uint64_t i = 0; i < w.n && !ret; i++) {
 		struct lyd_node *rt;
+		char index[24];
 
-		ret = lyd_new_list(out, NULL, "route", 1, &rt) == LY_SUCCESS
+		w.r[i].path = w.paths + w.r[i].path_off; /* the array has stopped moving */
+		snprintf(index, sizeof(index), "%" PRIu64, i + 1);
+		ret = lyd_new_list(out, NULL, "route", 1, &rt, index) == LY_SUCCESS
 			      ? rpc_route_out(rt, &w.r[i])
 			      : -1;
 	}
 	free(w.r);
+	free(w.paths);
 	if (!ret)
 		ret = rpc_print(d, out, reply, e);
 	else if (out)

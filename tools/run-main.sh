@@ -40,6 +40,7 @@ ctl show trie
 ctl show state reclamation
 ctl show memory
 ctl show state ingest
+ctl show feeds
 ctl lookup 8.8.8.8
 ctl show config
 

@@ -332,11 +332,11 @@ test_lost_events_are_counted_and_a_resync_converges()
 	[ "$(kstate k enobufs)" -gt "$enobufs" ] || fail "enobufs still $enobufs"
 	[ "$(kstate k resyncs)" -gt "$resyncs" ] || fail "resyncs still $resyncs"
 	[ "$(kstate k dumps)" -gt "$dumps" ] || fail "dumps still $dumps"
-	# The same counter in the CLI's table.
+	# The same counter as lcfibctl shows it ("feed kernel", then a line per counter).
 	if have_cli; then
 		expect_eq "$(cli "$(d_sock k)" show feeds | awk '
-			$1 == "name" { for (i = 1; i <= NF; i++) if ($i == "enobufs") c = i }
-			$1 == "kernel" && c { print $c }')" "$(kstate k enobufs)" \
+			$1 == "feed" { in_kernel = $2 == "kernel" }
+			in_kernel && $1 == "enobufs" { print $2 }')" "$(kstate k enobufs)" \
 			"enobufs in lcfibctl show feeds"
 	fi
 }

@@ -55,6 +55,25 @@ enum feed_job_kind {
 	FEED_JOB_TABLES
 };
 
+/*
+ * A route through a group that waits for its members: applied when the
+ * group goes in, unless an update of its key (table, prefix, metric)
+ * came after it and superseded it.
+ */
+struct feed_wait_route {
+	struct feed_wait_route *next;
+	struct fib_rcfg rc; /* through rc.nh_id: no paths */
+	uint32_t seq;       /* its mark in feed.wait_keys while it is the key's latest */
+};
+
+/* A group that names members the feed does not hold yet. */
+struct feed_wait_group {
+	struct feed_wait_group *next;
+	struct feed_wait_route *routes, **tail; /* in the order they came */
+	uint64_t n_routes;
+	struct nh_obj_cfg cfg;
+};
+
 struct feed_job {
 	struct writer_job job; /* first */
 	struct feed *f;
@@ -72,9 +91,15 @@ struct feed {
 	uint32_t gen;
 	uint32_t *tables;
 	unsigned int n_tables;
+	struct feed_wait_group *waiting; /* groups waiting for members, newest first */
+	unsigned int n_waiting;
+	struct feed_set wait_keys; /* keys of waiting routes; gen: the latest one's seq */
+	uint32_t wait_seq;
+	uint64_t n_wait_records; /* waiting routes, superseded ones too */
 	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
 	uint64_t dumps, resyncs, enobufs, swept, connects, refused;
+	uint64_t wait_groups, wait_routes;
 	pthread_mutex_t lock; /* last_error */
 	char last_error[256];
 };
@@ -339,6 +364,216 @@ static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *
 	feed_inc(&f->d->ingest.applied, 1);
 }
 
+/* ---------------------------------------- groups that wait for members */
+
+/*
+ * zebra's replay walks its hash of nexthop groups, and the kernel dumps
+ * objects in id order: either may send a group before some of its
+ * members, which the FIB (like the kernel) would refuse. Such a group
+ * waits here, with the routes through it, until the feed holds all its
+ * members; then it goes in, and its routes after it in the order they
+ * came. A new sync drops what waits (the dump or replay sends it again);
+ * the end of a sync drops what still waits as errors: a member that never
+ * came. Outside syncs sources send members first, so this stays empty.
+ * The state shows what waits (waiting-nexthop-groups, waiting-routes).
+ */
+
+/* More than this is a peer gone wrong, not a replay: refused, counted. */
+#define FEED_WAIT_GROUPS_MAX 65536
+#define FEED_WAIT_ROUTES_MAX (4u << 20)
+
+static bool feed_ids_has(const struct feed_ids *s, uint32_t id)
+{
+	return s->cap && s->gen[feed_ids_slot(s, id) - s->id];
+}
+
+/* The first member of @c the feed does not hold, or 0 when it holds them all. */
+static uint32_t feed_group_missing(const struct feed *f, const struct nh_obj_cfg *c)
+{
+	for (unsigned int i = 0; i < c->n_members; i++) {
+		if (!feed_ids_has(&f->ids, c->member[i].id))
+			return c->member[i].id;
+	}
+	return 0;
+}
+
+static bool feed_group_names(const struct nh_obj_cfg *c, uint32_t id)
+{
+	for (unsigned int i = 0; i < c->n_members; i++) {
+		if (c->member[i].id == id)
+			return true;
+	}
+	return false;
+}
+
+static struct feed_wait_group **feed_wait_find(struct feed *f, uint32_t id)
+{
+	struct feed_wait_group **pg = &f->waiting;
+
+	while (*pg && (*pg)->cfg.id != id)
+		pg = &(*pg)->next;
+	return pg;
+}
+
+static void feed_wait_counts(struct feed *f)
+{
+	__atomic_store_n(&f->wait_groups, (uint64_t)f->n_waiting, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->wait_routes, (uint64_t)f->wait_keys.n, __ATOMIC_RELAXED);
+}
+
+/* Whether @w is still the latest update of its key; the key is forgotten if so. */
+static bool feed_wait_take_key(struct feed *f, const struct feed_wait_route *w)
+{
+	struct feed_key k, *slot;
+
+	if (!f->wait_keys.n)
+		return false;
+	feed_key_of(&k, &w->rc);
+	slot = feed_set_slot(&f->wait_keys, &k);
+	if (slot->gen != w->seq)
+		return false;
+	feed_set_remove_at(&f->wait_keys, (size_t)(slot - f->wait_keys.k));
+	return true;
+}
+
+/* A later update of @rc's key supersedes the route waiting there, if any. */
+static void feed_wait_supersede(struct feed *f, const struct fib_rcfg *rc)
+{
+	struct feed_key k, *slot;
+
+	if (!f->wait_keys.n)
+		return;
+	feed_key_of(&k, rc);
+	slot = feed_set_slot(&f->wait_keys, &k);
+	if (!slot->gen)
+		return;
+	feed_set_remove_at(&f->wait_keys, (size_t)(slot - f->wait_keys.k));
+	feed_wait_counts(f);
+}
+
+/* Frees @g, unlinked; returns how many of its routes were still waiting. */
+static uint64_t feed_wait_free(struct feed *f, struct feed_wait_group *g)
+{
+	struct feed_wait_route *w, *next;
+	uint64_t live = 0;
+
+	for (w = g->routes; w; w = next) {
+		next = w->next;
+		live += feed_wait_take_key(f, w);
+		free(w);
+	}
+	f->n_wait_records -= g->n_routes;
+	free(g);
+	return live;
+}
+
+/* @cfg names members the feed does not hold (@missing, the first): it waits. */
+static void feed_wait_group(struct feed *f, const struct nh_obj_cfg *cfg, uint32_t missing)
+{
+	struct feed_wait_group *g = *feed_wait_find(f, cfg->id);
+
+	if (!g) {
+		if (f->n_waiting >= FEED_WAIT_GROUPS_MAX) {
+			feed_error(f, &f->apply_errors,
+				   "nexthop group %u: member %u does not exist, and %u groups wait "
+				   "for theirs already: refused",
+				   cfg->id, missing, f->n_waiting);
+			return;
+		}
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			feed_error(f, &f->apply_errors,
+				   "out of memory for a waiting nexthop group");
+			return;
+		}
+		g->tail = &g->routes;
+		g->next = f->waiting;
+		f->waiting = g;
+		f->n_waiting++;
+	}
+	g->cfg = *cfg;
+	if (log_get_level() >= LOG_DEBUG)
+		log_debug("%s feed: nexthop group %u waits for member %u", f->name, cfg->id,
+			  missing);
+	feed_wait_counts(f);
+}
+
+/*
+ * A route through a group that waits: it waits too (true). False when
+ * @rc does not go through a waiting group.
+ */
+static bool feed_wait_route(struct feed *f, const struct fib_rcfg *rc)
+{
+	struct feed_wait_group *g;
+	struct feed_wait_route *w;
+	struct feed_key k;
+
+	if (!f->waiting || !rc->nh_id || feed_ids_has(&f->ids, rc->nh_id))
+		return false;
+	g = *feed_wait_find(f, rc->nh_id);
+	if (!g)
+		return false;
+	if (f->n_wait_records >= FEED_WAIT_ROUTES_MAX) {
+		feed_error(f, &f->apply_errors,
+			   "a route through nexthop group %u, which waits for its members: "
+			   "%u routes wait already: refused",
+			   rc->nh_id, FEED_WAIT_ROUTES_MAX);
+		return true;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		feed_error(f, &f->apply_errors, "out of memory for a waiting route");
+		return true;
+	}
+	w->next = NULL;
+	w->rc = *rc;
+	w->rc.paths = NULL;
+	w->rc.n_paths = 0;
+	if (!++f->wait_seq) /* 0 means an empty slot */
+		f->wait_seq = 1;
+	w->seq = f->wait_seq;
+	feed_key_of(&k, rc);
+	if (feed_set_mark(&f->wait_keys, &k, w->seq)) {
+		free(w);
+		feed_error(f, &f->apply_errors, "out of memory for a waiting route");
+		return true;
+	}
+	*g->tail = w;
+	g->tail = &w->next;
+	g->n_routes++;
+	f->n_wait_records++;
+	feed_wait_counts(f);
+	return true;
+}
+
+/*
+ * Drops what waits. @why NULL: silently (a new sync sends it again, or
+ * the feed is off); else each group and route is an apply error, and the
+ * log says which member each group still lacks.
+ */
+static void feed_wait_drop(struct feed *f, const char *why)
+{
+	while (f->waiting) {
+		struct feed_wait_group *g = f->waiting;
+		uint32_t id = g->cfg.id, missing = feed_group_missing(f, &g->cfg);
+		uint64_t live;
+
+		f->waiting = g->next;
+		f->n_waiting--;
+		live = feed_wait_free(f, g);
+		if (!why)
+			continue;
+		feed_error(f, &f->apply_errors,
+			   "nexthop group %u: member %u never came (%s); dropped with the %llu "
+			   "routes through it",
+			   id, missing, why, (unsigned long long)live);
+		feed_inc(&f->apply_errors, live);
+	}
+	feed_wait_counts(f);
+}
+
+/* ------------------------------------------------------------- messages */
+
 static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
 {
 	struct rtnl_route r;
@@ -359,16 +594,72 @@ static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
 		feed_inc(&f->skipped, 1);
 		return;
 	}
+	feed_wait_supersede(f, &r.rc);
 	if (r.del)
 		feed_route_del(f, &r, &err);
-	else
+	else if (!feed_wait_route(f, &r.rc))
 		feed_route_add(f, &r, &err);
+}
+
+/* Sets object @c (a mirror replaces what it had) and marks it the feed's. */
+static int feed_nh_set(struct feed *f, const struct nh_obj_cfg *c, struct errbuf *err)
+{
+	/* Dumps carry no flags; a mirror replaces what it had. */
+	int ret = fib_nh_set(f->d->fib, c, FIB_F_CREATE | FIB_F_REPLACE, err);
+
+	if (ret) {
+		feed_error(f, &f->apply_errors, "%s", err->msg);
+		return ret;
+	}
+	if (feed_ids_mark(&f->ids, c->id, f->gen))
+		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
+	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* @g, unlinked, has every member now: it goes in, then its routes that still wait. */
+static void feed_wait_apply(struct feed *f, struct feed_wait_group *g, struct errbuf *err)
+{
+	struct feed_wait_route *w;
+	struct rtnl_route r;
+
+	feed_nh_set(f, &g->cfg, err);
+	for (w = g->routes; w; w = w->next) {
+		if (!feed_wait_take_key(f, w))
+			continue; /* superseded */
+		memset(&r, 0, sizeof(r));
+		r.rc = w->rc;
+		/* Fails, counted, if the group did not go in. */
+		feed_route_add(f, &r, err);
+	}
+	feed_wait_free(f, g);
+}
+
+/* Object @id came: the waiting groups it completes go in. */
+static void feed_wait_release(struct feed *f, uint32_t id, struct errbuf *err)
+{
+	struct feed_wait_group **pg = &f->waiting;
+
+	while (*pg) {
+		struct feed_wait_group *g = *pg;
+
+		if (!feed_group_names(&g->cfg, id) || feed_group_missing(f, &g->cfg)) {
+			pg = &g->next;
+			continue;
+		}
+		*pg = g->next;
+		f->n_waiting--;
+		feed_wait_apply(f, g, err);
+	}
+	feed_wait_counts(f);
 }
 
 static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 {
+	struct feed_wait_group **pg, *g;
 	struct rtnl_nexthop n;
 	struct errbuf err;
+	uint32_t missing;
 	int ret = rtnl_decode_nexthop(nlh, &n, &err);
 
 	if (ret == -EAFNOSUPPORT) {
@@ -379,7 +670,16 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		feed_error(f, &f->decode_errors, "%s", err.msg);
 		return;
 	}
+	pg = feed_wait_find(f, n.cfg.id);
 	if (n.del) {
+		/* As in the kernel, the routes through it go with it. */
+		if (*pg) {
+			g = *pg;
+			*pg = g->next;
+			f->n_waiting--;
+			feed_wait_free(f, g);
+			feed_wait_counts(f);
+		}
 		ret = fib_nh_del(f->d->fib, n.cfg.id, &err);
 		if (!ret) {
 			feed_ids_forget(&f->ids, n.cfg.id);
@@ -389,15 +689,23 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		}
 		return;
 	}
-	/* Dumps carry no flags; a mirror replaces what it had. */
-	ret = fib_nh_set(f->d->fib, &n.cfg, FIB_F_CREATE | FIB_F_REPLACE, &err);
-	if (ret) {
-		feed_error(f, &f->apply_errors, "%s", err.msg);
+	missing = feed_group_missing(f, &n.cfg);
+	if (missing) {
+		feed_wait_group(f, &n.cfg, missing);
 		return;
 	}
-	if (feed_ids_mark(&f->ids, n.cfg.id, f->gen))
-		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
-	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	if (*pg) {
+		g = *pg;
+		*pg = g->next;
+		f->n_waiting--;
+		g->cfg = n.cfg;
+		feed_wait_apply(f, g, &err);
+		feed_wait_counts(f);
+	} else if (feed_nh_set(f, &n.cfg, &err)) {
+		return;
+	}
+	if (!n.cfg.n_members && f->waiting)
+		feed_wait_release(f, n.cfg.id, &err);
 }
 
 static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
@@ -492,14 +800,17 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		feed_apply_msgs(f, j->data, j->len);
 		break;
 	case FEED_JOB_SYNC_BEGIN:
+		feed_wait_drop(f, NULL); /* the dump or replay sends it again */
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
 			f->gen = 1;
 		break;
 	case FEED_JOB_SYNC_END:
+		feed_wait_drop(f, "at the end of a dump or replay");
 		feed_sweep(f, f->gen);
 		break;
 	case FEED_JOB_FLUSH:
+		feed_wait_drop(f, NULL);
 		feed_sweep(f, 0);
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
@@ -560,6 +871,13 @@ void feed_free(struct feed *f)
 {
 	if (!f)
 		return;
+	while (f->waiting) {
+		struct feed_wait_group *g = f->waiting;
+
+		f->waiting = g->next;
+		feed_wait_free(f, g);
+	}
+	free(f->wait_keys.k);
 	free(f->set.k);
 	free(f->ids.id);
 	free(f->ids.gen);
@@ -638,6 +956,8 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->swept = FEED_LOAD(swept);
 	st->connects = FEED_LOAD(connects);
 	st->refused = FEED_LOAD(refused);
+	st->wait_groups = FEED_LOAD(wait_groups);
+	st->wait_routes = FEED_LOAD(wait_routes);
 #undef FEED_LOAD
 	pthread_mutex_lock(&mf->lock);
 	memcpy(st->last_error, f->last_error, sizeof(st->last_error));

@@ -25,13 +25,12 @@ DEV=900    # an ifindex no host has: routes print "if900", the same everywhere
 # only keeps a broken daemon from hanging the run; nothing asserts a time.
 wait_until()
 {
-	local what=$1 i
+	local what=$1 end=$((SECONDS + 120))
 	shift
-	for ((i = 0; i < 2400; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $end ] || fail "gave up waiting (120 s) until $what"
 		sleep 0.05
 	done
-	fail "gave up waiting (120 s) until $what"
 }
 
 log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
@@ -125,29 +124,32 @@ $2"
 # wait_routes SOCK EXPECTED WHAT: as expect_routes, once the writer caught up.
 wait_routes()
 {
-	local i got
-	for ((i = 0; i < 600; i++)); do
+	local got end=$((SECONDS + 60))
+	while :; do
 		got=$(show "$1") || fail "routes RPC failed"
 		[ "$got" = "$2" ] && return 0
+		[ $SECONDS -lt $end ] || break
 		sleep 0.05
 	done
-	fail "$3: after 30 s lcfibd holds
+	fail "$3: after 60 s lcfibd holds
 $got
 expected
 $2"
 }
 
-# counter NAME EXPECTED: the FPM feed's counter in the state, when the state has them.
+# fpm_value SOCK NAME: a leaf of the FPM feed's state.
+fpm_value() { value "$1" "/lcfib:lcfib/state/feeds/feed[name='fpm']/$2"; }
+
+# fpm_counter SOCK NAME EXPECTED: the FPM feed's counter NAME is EXPECTED.
 fpm_counter()
 {
-	local sock=$1 name=$2 want=$3 v st=0
-	v=$(value "$sock" "/lcfib:lcfib/state/feeds/fpm/$name") || st=$?
-	if [ "$st" = 4 ]; then
-		echo "# (no state/feeds/fpm/$name in this build: counter not checked)"
-		return 0
-	fi
-	expect_eq "$v" "$want" "state feeds/fpm/$name"
+	local v
+	v=$(fpm_value "$1" "$2") || fail "no state feeds/feed[name='fpm']/$2"
+	expect_eq "$v" "$3" "state feeds/feed[name='fpm']/$2"
 }
+
+# fpm_counter_is SOCK NAME EXPECTED: as fpm_counter, for wait_until.
+fpm_counter_is() { [ "$(fpm_value "$1" "$2")" = "$3" ]; }
 
 # ------------------------------------------------------------- our sender
 
@@ -242,22 +244,59 @@ EOF
 	d_stop "$A"
 }
 
-# zebra's nexthop-group walk follows its hash table, not the dependencies:
-# a group can come before one of its members (seen with FRR 8.4).
+# zebra's replay walks its hash of nexthop groups, not their dependencies:
+# a group can come before one of its members (seen with FRR 8.4). It waits,
+# with the routes through it, until its members come; what still waits when
+# the replay settles is dropped, counted and logged.
 test_fpm_nexthop_group_may_come_before_its_members()
 {
 	local port s
 	port=$(free_port)
-	fpm_start "$port"
+	# No settle until the test says so (it shortens replay-settle at the end).
+	fpm_start "$port" 600000
 	s=$(d_sock "$A")
-	send_script "$port" <<EOF
+	"${SEND[@]}" --port "$port" --hold 30 script - <<EOF &
 nexthop add id 13 via 192.0.2.1 dev $DEV
 nexthop add id 14 group 13/15
-nexthop add id 15 via 192.0.2.2 dev $DEV
+nexthop add id 16 group 15/17
+nexthop add id 18 group 13/19
 route add 10.2.0.0/16 nhid 14
+route add 10.3.0.0/16 nhid 16
+route add 10.5.0.0/16 nhid 18
+nexthop del id 18
+route add 10.6.0.0/16 nhid 14
+route add 10.6.0.0/16 via 192.0.2.9 dev $DEV
+route add 10.7.0.0/16 nhid 14
+route del 10.7.0.0/16
+wait $T/stage1
+nexthop add id 15 via 192.0.2.2 dev $DEV
 EOF
-	wait_routes "$s" "10.2.0.0/16 unicast metric 0 nhid 14 via 192.0.2.1 dev if$DEV weight 1, via 192.0.2.2 dev if$DEV weight 1" \
-		"a route through a group sent before its member"
+	bg=$!
+	# 14 and 16 wait for 15 (and 17), with a route each; 18 went with its
+	# route; the later updates of 10.6 and 10.7 superseded theirs.
+	wait_until "two groups and two routes wait" eval \
+		'fpm_counter_is "$s" waiting-nexthop-groups 2 && fpm_counter_is "$s" waiting-routes 2'
+	wait_routes "$s" "10.6.0.0/16 unicast metric 0 via 192.0.2.9 dev if$DEV" "while the groups wait"
+	fpm_counter "$s" nexthop-objects 1
+	touch "$T/stage1"
+	wait_routes "$s" "10.2.0.0/16 unicast metric 0 nhid 14 via 192.0.2.1 dev if$DEV weight 1, via 192.0.2.2 dev if$DEV weight 1
+10.6.0.0/16 unicast metric 0 via 192.0.2.9 dev if$DEV" "once member 15 came"
+	fpm_counter "$s" waiting-nexthop-groups 1
+	fpm_counter "$s" waiting-routes 1
+	fpm_counter "$s" nexthop-objects 3
+	fpm_counter "$s" routes 2
+	fpm_counter "$s" apply-errors 0
+	# The replay settles: group 16 never got member 17.
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":100}}}}'
+	wait_until "the waiting group is dropped" log_has "$A" \
+		"nexthop group 16: member 17 never came .*; dropped with the 1 routes through it"
+	wait_until "nothing waits" eval \
+		'fpm_counter_is "$s" waiting-nexthop-groups 0 && fpm_counter_is "$s" waiting-routes 0'
+	fpm_counter "$s" apply-errors 2
+	expect_match "$(fpm_value "$s" last-error)" "nexthop group 16: member 17 never came" "last-error"
+	expect_routes "$s" "10.2.0.0/16 unicast metric 0 nhid 14 via 192.0.2.1 dev if$DEV weight 1, via 192.0.2.2 dev if$DEV weight 1
+10.6.0.0/16 unicast metric 0 via 192.0.2.9 dev if$DEV" "after the replay settled"
+	kill "$bg"
 	d_stop "$A"
 }
 
@@ -697,14 +736,15 @@ EOF
 # KPROTO, once lcfibd caught up.
 same_routes()
 {
-	local i k l
-	for ((i = 0; i < 100; i++)); do
+	local k l end=$((SECONDS + 120))
+	while :; do
 		k=$(kernel_routes "$1" | sort)
 		l=$(lcfib_routes "$2" "${4:-}" | sort)
 		[ "$k" = "$l" ] && return 0
+		[ $SECONDS -lt $end ] || break
 		sleep 0.2
 	done
-	fail "$3: lcfibd and the kernel differ (kernel proto $1, lcfibd $2; < kernel, > lcfibd):
+	fail "$3: after 120 s lcfibd and the kernel differ (kernel proto $1, lcfibd $2; < kernel, > lcfibd):
 $(diff <(echo "$k") <(echo "$l") | head -20)"
 }
 

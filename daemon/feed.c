@@ -56,22 +56,14 @@ enum feed_job_kind {
 };
 
 /*
- * A route through a group that waits for its members: applied when the
- * group goes in, unless an update of its key (table, prefix, metric)
- * came after it and superseded it.
+ * A route that waits for its nexthop object: applied when the object goes
+ * in, unless an update of its key (table, prefix, metric) came after it
+ * and superseded it.
  */
 struct feed_wait_route {
 	struct feed_wait_route *next;
 	struct fib_rcfg rc; /* through rc.nh_id: no paths */
 	uint32_t seq;       /* its mark in feed.wait_keys while it is the key's latest */
-};
-
-/* A group that names members the feed does not hold yet. */
-struct feed_wait_group {
-	struct feed_wait_group *next;
-	struct feed_wait_route *routes, **tail; /* in the order they came */
-	uint64_t n_routes;
-	struct nh_obj_cfg cfg;
 };
 
 struct feed_job {
@@ -91,15 +83,17 @@ struct feed {
 	uint32_t gen;
 	uint32_t *tables;
 	unsigned int n_tables;
-	struct feed_wait_group *waiting; /* groups waiting for members, newest first */
+	bool syncing;                  /* between a sync's begin and its end */
+	struct feed_wait_obj *waiting; /* objects routes or groups wait for, newest first */
 	unsigned int n_waiting;
 	struct feed_set wait_keys; /* keys of waiting routes; gen: the latest one's seq */
 	uint32_t wait_seq;
-	uint64_t n_wait_records; /* waiting routes, superseded ones too */
+	uint64_t n_wait_records;               /* waiting routes, superseded ones too */
+	uint64_t waited_routes, waited_groups; /* that waited in this sync, for its end's log */
 	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
 	uint64_t dumps, resyncs, enobufs, swept, connects, refused;
-	uint64_t wait_groups, wait_routes;
+	uint64_t wait_objects, wait_routes;
 	pthread_mutex_t lock; /* last_error */
 	char last_error[256];
 };
@@ -327,6 +321,18 @@ static void feed_route_add(struct feed *f, struct rtnl_route *r, struct errbuf *
 
 	r->rc.flags = feed_add_flags(r->rc.flags);
 	ret = fib_route_add_undo(fib, &r->rc, &u, err);
+	feed_key_of(&k, &r->rc);
+	if (ret == -EEXIST) {
+		/*
+		 * The very route is there (feed_add_flags() never asks for
+		 * EXCL): announced again, as zebra's replay does with IPv6
+		 * routes, which it adds without NLM_F_REPLACE. It stays.
+		 */
+		if (feed_set_mark(&f->set, &k, f->gen))
+			feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+		feed_inc(&f->skipped, 1);
+		return;
+	}
 	if (ret) {
 		feed_error(f, &f->apply_errors, "%s", err->msg);
 		feed_inc(&f->d->ingest.rejected, 1);
@@ -336,7 +342,6 @@ static void feed_route_add(struct feed *f, struct rtnl_route *r, struct errbuf *
 	if (u.has_added && !u.has_removed)
 		feed_inc(&f->routes, 1);
 	fib_undo_release(fib, &u);
-	feed_key_of(&k, &r->rc);
 	if (feed_set_mark(&f->set, &k, f->gen))
 		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
 	feed_inc(&f->route_updates, 1);
@@ -364,22 +369,36 @@ static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *
 	feed_inc(&f->d->ingest.applied, 1);
 }
 
-/* ---------------------------------------- groups that wait for members */
+/* --------------------------------------- objects that routes wait for */
 
 /*
- * zebra's replay walks its hash of nexthop groups, and the kernel dumps
- * objects in id order: either may send a group before some of its
- * members, which the FIB (like the kernel) would refuse. Such a group
- * waits here, with the routes through it, until the feed holds all its
- * members; then it goes in, and its routes after it in the order they
- * came. A new sync drops what waits (the dump or replay sends it again);
- * the end of a sync drops what still waits as errors: a member that never
- * came. Outside syncs sources send members first, so this stays empty.
- * The state shows what waits (waiting-nexthop-groups, waiting-routes).
+ * During a dump or a replay, objects can come after what needs them.
+ * zebra's replay walks its hash of nexthop groups, so a group may come
+ * before some of its members; and zebra goes on sending the routes it
+ * learns while its replay has not yet sent their groups. The kernel
+ * dumps objects in id order, a group before members of higher ids. The
+ * FIB (like the kernel) would refuse both. So, while a sync runs, such a
+ * group waits here until the feed holds all its members, and such a
+ * route waits for its object (whose record stays unknown until it comes);
+ * when the object goes in, so do its routes, in the order they came. A
+ * new sync drops what waits (the dump or replay sends it again); the end
+ * of one drops what still waits as errors: an object or a member that
+ * never came. Outside syncs sources send objects first, and a reference
+ * to a missing one is an error at once, as in the kernel. The state
+ * shows what waits (waiting-nexthop-objects, waiting-routes).
  */
 
+/* A reference to an object that does not exist while a sync runs, from a route or a group. */
+struct feed_wait_obj {
+	struct feed_wait_obj *next;
+	struct feed_wait_route *routes, **tail; /* in the order they came */
+	uint64_t n_routes;
+	bool known; /* cfg came: a group that waits for members; else only routes named it */
+	struct nh_obj_cfg cfg;
+};
+
 /* More than this is a peer gone wrong, not a replay: refused, counted. */
-#define FEED_WAIT_GROUPS_MAX 65536
+#define FEED_WAIT_OBJS_MAX   65536
 #define FEED_WAIT_ROUTES_MAX (4u << 20)
 
 static bool feed_ids_has(const struct feed_ids *s, uint32_t id)
@@ -406,18 +425,18 @@ static bool feed_group_names(const struct nh_obj_cfg *c, uint32_t id)
 	return false;
 }
 
-static struct feed_wait_group **feed_wait_find(struct feed *f, uint32_t id)
+static struct feed_wait_obj **feed_wait_find(struct feed *f, uint32_t id)
 {
-	struct feed_wait_group **pg = &f->waiting;
+	struct feed_wait_obj **po = &f->waiting;
 
-	while (*pg && (*pg)->cfg.id != id)
-		pg = &(*pg)->next;
-	return pg;
+	while (*po && (*po)->cfg.id != id)
+		po = &(*po)->next;
+	return po;
 }
 
 static void feed_wait_counts(struct feed *f)
 {
-	__atomic_store_n(&f->wait_groups, (uint64_t)f->n_waiting, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->wait_objects, (uint64_t)f->n_waiting, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->wait_routes, (uint64_t)f->wait_keys.n, __ATOMIC_RELAXED);
 }
 
@@ -451,78 +470,94 @@ static void feed_wait_supersede(struct feed *f, const struct fib_rcfg *rc)
 	feed_wait_counts(f);
 }
 
-/* Frees @g, unlinked; returns how many of its routes were still waiting. */
-static uint64_t feed_wait_free(struct feed *f, struct feed_wait_group *g)
+/* Unlinks *@po and frees it; returns how many of its routes were still waiting. */
+static uint64_t feed_wait_remove(struct feed *f, struct feed_wait_obj **po)
 {
+	struct feed_wait_obj *o = *po;
 	struct feed_wait_route *w, *next;
 	uint64_t live = 0;
 
-	for (w = g->routes; w; w = next) {
+	*po = o->next;
+	f->n_waiting--;
+	for (w = o->routes; w; w = next) {
 		next = w->next;
 		live += feed_wait_take_key(f, w);
 		free(w);
 	}
-	f->n_wait_records -= g->n_routes;
-	free(g);
+	f->n_wait_records -= o->n_routes;
+	free(o);
+	feed_wait_counts(f);
 	return live;
 }
 
-/* @cfg names members the feed does not hold (@missing, the first): it waits. */
+/* The record of @id, made (unknown) if there is none; NULL (counted) when full. */
+static struct feed_wait_obj *feed_wait_get(struct feed *f, uint32_t id)
+{
+	struct feed_wait_obj *o = *feed_wait_find(f, id);
+
+	if (o)
+		return o;
+	if (f->n_waiting >= FEED_WAIT_OBJS_MAX) {
+		feed_error(f, &f->apply_errors,
+			   "nexthop id %u does not exist, and %u others are awaited already: "
+			   "refused",
+			   id, f->n_waiting);
+		return NULL;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		feed_error(f, &f->apply_errors, "out of memory awaiting nexthop id %u", id);
+		return NULL;
+	}
+	o->cfg.id = id;
+	o->tail = &o->routes;
+	o->next = f->waiting;
+	f->waiting = o;
+	f->n_waiting++;
+	feed_wait_counts(f);
+	return o;
+}
+
+/* @cfg names a member the feed does not hold (@missing): it waits. */
 static void feed_wait_group(struct feed *f, const struct nh_obj_cfg *cfg, uint32_t missing)
 {
-	struct feed_wait_group *g = *feed_wait_find(f, cfg->id);
+	struct feed_wait_obj *o = feed_wait_get(f, cfg->id);
 
-	if (!g) {
-		if (f->n_waiting >= FEED_WAIT_GROUPS_MAX) {
-			feed_error(f, &f->apply_errors,
-				   "nexthop group %u: member %u does not exist, and %u groups wait "
-				   "for theirs already: refused",
-				   cfg->id, missing, f->n_waiting);
-			return;
-		}
-		g = calloc(1, sizeof(*g));
-		if (!g) {
-			feed_error(f, &f->apply_errors,
-				   "out of memory for a waiting nexthop group");
-			return;
-		}
-		g->tail = &g->routes;
-		g->next = f->waiting;
-		f->waiting = g;
-		f->n_waiting++;
-	}
-	g->cfg = *cfg;
+	if (!o)
+		return;
+	if (!o->known)
+		f->waited_groups++;
+	o->cfg = *cfg;
+	o->known = true;
 	if (log_get_level() >= LOG_DEBUG)
 		log_debug("%s feed: nexthop group %u waits for member %u", f->name, cfg->id,
 			  missing);
-	feed_wait_counts(f);
 }
 
 /*
- * A route through a group that waits: it waits too (true). False when
- * @rc does not go through a waiting group.
+ * A route through an object that does not exist, while a sync runs: it
+ * waits for it (true). False when @rc can go in now, or fail as it is.
  */
 static bool feed_wait_route(struct feed *f, const struct fib_rcfg *rc)
 {
-	struct feed_wait_group *g;
+	struct feed_wait_obj *o;
 	struct feed_wait_route *w;
 	struct feed_key k;
 
-	if (!f->waiting || !rc->nh_id || feed_ids_has(&f->ids, rc->nh_id))
-		return false;
-	g = *feed_wait_find(f, rc->nh_id);
-	if (!g)
+	if (!f->syncing || !rc->nh_id || feed_ids_has(&f->ids, rc->nh_id))
 		return false;
 	if (f->n_wait_records >= FEED_WAIT_ROUTES_MAX) {
 		feed_error(f, &f->apply_errors,
-			   "a route through nexthop group %u, which waits for its members: "
-			   "%u routes wait already: refused",
+			   "a route through nexthop id %u, which does not exist yet: %u routes "
+			   "wait already: refused",
 			   rc->nh_id, FEED_WAIT_ROUTES_MAX);
 		return true;
 	}
-	w = malloc(sizeof(*w));
+	o = feed_wait_get(f, rc->nh_id);
+	w = o ? malloc(sizeof(*w)) : NULL;
 	if (!w) {
-		feed_error(f, &f->apply_errors, "out of memory for a waiting route");
+		if (o)
+			feed_error(f, &f->apply_errors, "out of memory for a waiting route");
 		return true;
 	}
 	w->next = NULL;
@@ -538,38 +573,41 @@ static bool feed_wait_route(struct feed *f, const struct fib_rcfg *rc)
 		feed_error(f, &f->apply_errors, "out of memory for a waiting route");
 		return true;
 	}
-	*g->tail = w;
-	g->tail = &w->next;
-	g->n_routes++;
+	*o->tail = w;
+	o->tail = &w->next;
+	o->n_routes++;
 	f->n_wait_records++;
+	f->waited_routes++;
 	feed_wait_counts(f);
 	return true;
 }
 
 /*
  * Drops what waits. @why NULL: silently (a new sync sends it again, or
- * the feed is off); else each group and route is an apply error, and the
- * log says which member each group still lacks.
+ * the feed is off); else each object and route is an apply error, and
+ * the log says what never came.
  */
 static void feed_wait_drop(struct feed *f, const char *why)
 {
 	while (f->waiting) {
-		struct feed_wait_group *g = f->waiting;
-		uint32_t id = g->cfg.id, missing = feed_group_missing(f, &g->cfg);
-		uint64_t live;
+		uint32_t id = f->waiting->cfg.id, missing = feed_group_missing(f, &f->waiting->cfg);
+		bool known = f->waiting->known;
+		unsigned long long live = feed_wait_remove(f, &f->waiting);
 
-		f->waiting = g->next;
-		f->n_waiting--;
-		live = feed_wait_free(f, g);
 		if (!why)
 			continue;
-		feed_error(f, &f->apply_errors,
-			   "nexthop group %u: member %u never came (%s); dropped with the %llu "
-			   "routes through it",
-			   id, missing, why, (unsigned long long)live);
+		if (known)
+			feed_error(f, &f->apply_errors,
+				   "nexthop group %u: member %u never came (%s); dropped with the "
+				   "%llu routes through it",
+				   id, missing, why, live);
+		else
+			feed_error(f, &f->apply_errors,
+				   "nexthop id %u never came (%s); dropped the %llu routes through "
+				   "it",
+				   id, why, live);
 		feed_inc(&f->apply_errors, live);
 	}
-	feed_wait_counts(f);
 }
 
 /* ------------------------------------------------------------- messages */
@@ -617,46 +655,43 @@ static int feed_nh_set(struct feed *f, const struct nh_obj_cfg *c, struct errbuf
 	return 0;
 }
 
-/* @g, unlinked, has every member now: it goes in, then its routes that still wait. */
-static void feed_wait_apply(struct feed *f, struct feed_wait_group *g, struct errbuf *err)
+/* Object @c went in or failed (counted): the routes that waited for it follow. */
+static void feed_wait_apply(struct feed *f, struct feed_wait_obj **po, struct errbuf *err)
 {
 	struct feed_wait_route *w;
 	struct rtnl_route r;
 
-	feed_nh_set(f, &g->cfg, err);
-	for (w = g->routes; w; w = w->next) {
+	for (w = (*po)->routes; w; w = w->next) {
 		if (!feed_wait_take_key(f, w))
 			continue; /* superseded */
 		memset(&r, 0, sizeof(r));
 		r.rc = w->rc;
-		/* Fails, counted, if the group did not go in. */
+		/* Fails, counted, if the object did not go in. */
 		feed_route_add(f, &r, err);
 	}
-	feed_wait_free(f, g);
+	feed_wait_remove(f, po);
 }
 
-/* Object @id came: the waiting groups it completes go in. */
+/* Object @id came: the waiting groups it completes go in, then their routes. */
 static void feed_wait_release(struct feed *f, uint32_t id, struct errbuf *err)
 {
-	struct feed_wait_group **pg = &f->waiting;
+	struct feed_wait_obj **po = &f->waiting;
 
-	while (*pg) {
-		struct feed_wait_group *g = *pg;
+	while (*po) {
+		struct feed_wait_obj *o = *po;
 
-		if (!feed_group_names(&g->cfg, id) || feed_group_missing(f, &g->cfg)) {
-			pg = &g->next;
+		if (!o->known || !feed_group_names(&o->cfg, id) || feed_group_missing(f, &o->cfg)) {
+			po = &o->next;
 			continue;
 		}
-		*pg = g->next;
-		f->n_waiting--;
-		feed_wait_apply(f, g, err);
+		feed_nh_set(f, &o->cfg, err);
+		feed_wait_apply(f, po, err);
 	}
-	feed_wait_counts(f);
 }
 
 static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 {
-	struct feed_wait_group **pg, *g;
+	struct feed_wait_obj **po;
 	struct rtnl_nexthop n;
 	struct errbuf err;
 	uint32_t missing;
@@ -670,16 +705,11 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		feed_error(f, &f->decode_errors, "%s", err.msg);
 		return;
 	}
-	pg = feed_wait_find(f, n.cfg.id);
+	po = feed_wait_find(f, n.cfg.id);
 	if (n.del) {
 		/* As in the kernel, the routes through it go with it. */
-		if (*pg) {
-			g = *pg;
-			*pg = g->next;
-			f->n_waiting--;
-			feed_wait_free(f, g);
-			feed_wait_counts(f);
-		}
+		if (*po)
+			feed_wait_remove(f, po);
 		ret = fib_nh_del(f->d->fib, n.cfg.id, &err);
 		if (!ret) {
 			feed_ids_forget(&f->ids, n.cfg.id);
@@ -689,22 +719,15 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		}
 		return;
 	}
-	missing = feed_group_missing(f, &n.cfg);
+	missing = f->syncing ? feed_group_missing(f, &n.cfg) : 0;
 	if (missing) {
 		feed_wait_group(f, &n.cfg, missing);
 		return;
 	}
-	if (*pg) {
-		g = *pg;
-		*pg = g->next;
-		f->n_waiting--;
-		g->cfg = n.cfg;
-		feed_wait_apply(f, g, &err);
-		feed_wait_counts(f);
-	} else if (feed_nh_set(f, &n.cfg, &err)) {
-		return;
-	}
-	if (!n.cfg.n_members && f->waiting)
+	ret = feed_nh_set(f, &n.cfg, &err);
+	if (*po)
+		feed_wait_apply(f, po, &err);
+	if (!ret && !n.cfg.n_members && f->waiting)
 		feed_wait_release(f, n.cfg.id, &err);
 }
 
@@ -801,16 +824,26 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		break;
 	case FEED_JOB_SYNC_BEGIN:
 		feed_wait_drop(f, NULL); /* the dump or replay sends it again */
+		f->waited_routes = f->waited_groups = 0;
+		f->syncing = true;
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
 			f->gen = 1;
 		break;
 	case FEED_JOB_SYNC_END:
-		feed_wait_drop(f, "at the end of a dump or replay");
+		feed_wait_drop(f, "by the end of a dump or replay");
+		if (f->waited_routes || f->waited_groups)
+			log_info("%s feed: in this dump or replay %llu routes and %llu groups came "
+				 "before their nexthop objects and waited for them",
+				 f->name, (unsigned long long)f->waited_routes,
+				 (unsigned long long)f->waited_groups);
+		f->waited_routes = f->waited_groups = 0;
+		f->syncing = false;
 		feed_sweep(f, f->gen);
 		break;
 	case FEED_JOB_FLUSH:
 		feed_wait_drop(f, NULL);
+		f->syncing = false;
 		feed_sweep(f, 0);
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
@@ -871,12 +904,8 @@ void feed_free(struct feed *f)
 {
 	if (!f)
 		return;
-	while (f->waiting) {
-		struct feed_wait_group *g = f->waiting;
-
-		f->waiting = g->next;
-		feed_wait_free(f, g);
-	}
+	while (f->waiting)
+		feed_wait_remove(f, &f->waiting);
 	free(f->wait_keys.k);
 	free(f->set.k);
 	free(f->ids.id);
@@ -956,7 +985,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->swept = FEED_LOAD(swept);
 	st->connects = FEED_LOAD(connects);
 	st->refused = FEED_LOAD(refused);
-	st->wait_groups = FEED_LOAD(wait_groups);
+	st->wait_objects = FEED_LOAD(wait_objects);
 	st->wait_routes = FEED_LOAD(wait_routes);
 #undef FEED_LOAD
 	pthread_mutex_lock(&mf->lock);

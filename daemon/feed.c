@@ -60,6 +60,17 @@ enum feed_job_kind {
 	FEED_JOB_TABLES
 };
 
+/*
+ * A route that waits for its nexthop object: applied when the object goes
+ * in, unless an update of its key (table, prefix, metric) came after it
+ * and superseded it.
+ */
+struct feed_wait_route {
+	struct feed_wait_route *next;
+	struct fib_rcfg rc; /* through rc.nh_id: no paths */
+	uint32_t seq;       /* its mark in feed.wait_keys while it is the key's latest */
+};
+
 struct feed_job {
 	struct writer_job job; /* first */
 	struct feed *f;
@@ -78,9 +89,17 @@ struct feed {
 	uint32_t gen;
 	uint32_t *tables;
 	unsigned int n_tables;
+	bool syncing;                  /* between a sync's begin and its end */
+	struct feed_wait_obj *waiting; /* objects routes or groups wait for, newest first */
+	unsigned int n_waiting;
+	struct feed_set wait_keys; /* keys of waiting routes; gen: the latest one's seq */
+	uint32_t wait_seq;
+	uint64_t n_wait_records;               /* waiting routes, superseded ones too */
+	uint64_t waited_routes, waited_groups; /* that waited in this sync, for its end's log */
 	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
 	uint64_t dumps, resyncs, enobufs, swept, connects, refused;
+	uint64_t wait_objects, wait_routes;
 	pthread_mutex_t lock; /* last_error */
 	char last_error[256];
 };
@@ -505,12 +524,23 @@ static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags,
 			ret = feed_fib_add_once(f, rc, FIB_F_CREATE | (flags & FIB_F_APPEND),
 						&changed, &err);
 	}
+	feed_key_of(&k, rc);
+	if (ret == -EEXIST && !(flags & FIB_F_EXCL) && !quiet) {
+		/*
+		 * The very route is there: announced again, as zebra's replay
+		 * does with IPv6 routes, which it adds without NLM_F_REPLACE.
+		 * It stays, and counts as announced in this generation.
+		 */
+		if (feed_set_mark(&f->set, &k, f->gen))
+			feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+		feed_inc(&f->skipped, 1);
+		return 0;
+	}
 	if (ret) {
 		if (!quiet)
 			feed_refused(f, &err);
 		return ret;
 	}
-	feed_key_of(&k, rc);
 	if (feed_set_mark(&f->set, &k, f->gen))
 		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
 	feed_applied(f);
@@ -794,6 +824,249 @@ nomem:
 	feed_error(f, &f->apply_errors, "out of memory gathering a dumped prefix");
 }
 
+/* --------------------------------------- objects that routes wait for */
+
+/*
+ * During a dump or a replay, objects can come after what needs them.
+ * zebra's replay walks its hash of nexthop groups, so a group may come
+ * before some of its members; and zebra goes on sending the routes it
+ * learns while its replay has not yet sent their groups. The kernel
+ * dumps objects in id order, a group before members of higher ids. The
+ * FIB (like the kernel) would refuse both. So, while a sync runs, such a
+ * group waits here until the feed holds all its members, and such a
+ * route waits for its object (whose record stays unknown until it comes);
+ * when the object goes in, so do its routes, in the order they came. A
+ * new sync drops what waits (the dump or replay sends it again); the end
+ * of one drops what still waits as errors: an object or a member that
+ * never came. Outside syncs sources send objects first, and a reference
+ * to a missing one is an error at once, as in the kernel. The state
+ * shows what waits (waiting-nexthop-objects, waiting-routes).
+ */
+
+/* A reference to an object that does not exist while a sync runs, from a route or a group. */
+struct feed_wait_obj {
+	struct feed_wait_obj *next;
+	struct feed_wait_route *routes, **tail; /* in the order they came */
+	uint64_t n_routes;
+	bool known; /* cfg came: a group that waits for members; else only routes named it */
+	struct nh_obj_cfg cfg;
+};
+
+/* More than this is a peer gone wrong, not a replay: refused, counted. */
+#define FEED_WAIT_OBJS_MAX   65536
+#define FEED_WAIT_ROUTES_MAX (4u << 20)
+
+static bool feed_ids_has(const struct feed_ids *s, uint32_t id)
+{
+	return s->cap && s->gen[feed_ids_slot(s, id) - s->id];
+}
+
+/* The first member of @c the feed does not hold, or 0 when it holds them all. */
+static uint32_t feed_group_missing(const struct feed *f, const struct nh_obj_cfg *c)
+{
+	for (unsigned int i = 0; i < c->n_members; i++) {
+		if (!feed_ids_has(&f->ids, c->member[i].id))
+			return c->member[i].id;
+	}
+	return 0;
+}
+
+static bool feed_group_names(const struct nh_obj_cfg *c, uint32_t id)
+{
+	for (unsigned int i = 0; i < c->n_members; i++) {
+		if (c->member[i].id == id)
+			return true;
+	}
+	return false;
+}
+
+static struct feed_wait_obj **feed_wait_find(struct feed *f, uint32_t id)
+{
+	struct feed_wait_obj **po = &f->waiting;
+
+	while (*po && (*po)->cfg.id != id)
+		po = &(*po)->next;
+	return po;
+}
+
+static void feed_wait_counts(struct feed *f)
+{
+	__atomic_store_n(&f->wait_objects, (uint64_t)f->n_waiting, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->wait_routes, (uint64_t)f->wait_keys.n, __ATOMIC_RELAXED);
+}
+
+/* Whether @w is still the latest update of its key; the key is forgotten if so. */
+static bool feed_wait_take_key(struct feed *f, const struct feed_wait_route *w)
+{
+	struct feed_key k, *slot;
+
+	if (!f->wait_keys.n)
+		return false;
+	feed_key_of(&k, &w->rc);
+	slot = feed_set_slot(&f->wait_keys, &k);
+	if (slot->gen != w->seq)
+		return false;
+	feed_set_remove_at(&f->wait_keys, (size_t)(slot - f->wait_keys.k));
+	return true;
+}
+
+/* A later update of @rc's key supersedes the route waiting there, if any. */
+static void feed_wait_supersede(struct feed *f, const struct fib_rcfg *rc)
+{
+	struct feed_key k, *slot;
+
+	if (!f->wait_keys.n)
+		return;
+	feed_key_of(&k, rc);
+	slot = feed_set_slot(&f->wait_keys, &k);
+	if (!slot->gen)
+		return;
+	feed_set_remove_at(&f->wait_keys, (size_t)(slot - f->wait_keys.k));
+	feed_wait_counts(f);
+}
+
+/* Unlinks *@po and frees it; returns how many of its routes were still waiting. */
+static uint64_t feed_wait_remove(struct feed *f, struct feed_wait_obj **po)
+{
+	struct feed_wait_obj *o = *po;
+	struct feed_wait_route *w, *next;
+	uint64_t live = 0;
+
+	*po = o->next;
+	f->n_waiting--;
+	for (w = o->routes; w; w = next) {
+		next = w->next;
+		live += feed_wait_take_key(f, w);
+		free(w);
+	}
+	f->n_wait_records -= o->n_routes;
+	free(o);
+	feed_wait_counts(f);
+	return live;
+}
+
+/* The record of @id, made (unknown) if there is none; NULL (counted) when full. */
+static struct feed_wait_obj *feed_wait_get(struct feed *f, uint32_t id)
+{
+	struct feed_wait_obj *o = *feed_wait_find(f, id);
+
+	if (o)
+		return o;
+	if (f->n_waiting >= FEED_WAIT_OBJS_MAX) {
+		feed_error(f, &f->apply_errors,
+			   "nexthop id %u does not exist, and %u others are awaited already: "
+			   "refused",
+			   id, f->n_waiting);
+		return NULL;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		feed_error(f, &f->apply_errors, "out of memory awaiting nexthop id %u", id);
+		return NULL;
+	}
+	o->cfg.id = id;
+	o->tail = &o->routes;
+	o->next = f->waiting;
+	f->waiting = o;
+	f->n_waiting++;
+	feed_wait_counts(f);
+	return o;
+}
+
+/* @cfg names a member the feed does not hold (@missing): it waits. */
+static void feed_wait_group(struct feed *f, const struct nh_obj_cfg *cfg, uint32_t missing)
+{
+	struct feed_wait_obj *o = feed_wait_get(f, cfg->id);
+
+	if (!o)
+		return;
+	if (!o->known)
+		f->waited_groups++;
+	o->cfg = *cfg;
+	o->known = true;
+	if (log_get_level() >= LOG_DEBUG)
+		log_debug("%s feed: nexthop group %u waits for member %u", f->name, cfg->id,
+			  missing);
+}
+
+/*
+ * A route through an object that does not exist, while a sync runs: it
+ * waits for it (true). False when @rc can go in now, or fail as it is.
+ */
+static bool feed_wait_route(struct feed *f, const struct fib_rcfg *rc)
+{
+	struct feed_wait_obj *o;
+	struct feed_wait_route *w;
+	struct feed_key k;
+
+	if (!f->syncing || !rc->nh_id || feed_ids_has(&f->ids, rc->nh_id))
+		return false;
+	if (f->n_wait_records >= FEED_WAIT_ROUTES_MAX) {
+		feed_error(f, &f->apply_errors,
+			   "a route through nexthop id %u, which does not exist yet: %u routes "
+			   "wait already: refused",
+			   rc->nh_id, FEED_WAIT_ROUTES_MAX);
+		return true;
+	}
+	o = feed_wait_get(f, rc->nh_id);
+	w = o ? malloc(sizeof(*w)) : NULL;
+	if (!w) {
+		if (o)
+			feed_error(f, &f->apply_errors, "out of memory for a waiting route");
+		return true;
+	}
+	w->next = NULL;
+	w->rc = *rc;
+	w->rc.paths = NULL;
+	w->rc.n_paths = 0;
+	if (!++f->wait_seq) /* 0 means an empty slot */
+		f->wait_seq = 1;
+	w->seq = f->wait_seq;
+	feed_key_of(&k, rc);
+	if (feed_set_mark(&f->wait_keys, &k, w->seq)) {
+		free(w);
+		feed_error(f, &f->apply_errors, "out of memory for a waiting route");
+		return true;
+	}
+	*o->tail = w;
+	o->tail = &w->next;
+	o->n_routes++;
+	f->n_wait_records++;
+	f->waited_routes++;
+	feed_wait_counts(f);
+	return true;
+}
+
+/*
+ * Drops what waits. @why NULL: silently (a new sync sends it again, or
+ * the feed is off); else each object and route is an apply error, and
+ * the log says what never came.
+ */
+static void feed_wait_drop(struct feed *f, const char *why)
+{
+	while (f->waiting) {
+		uint32_t id = f->waiting->cfg.id, missing = feed_group_missing(f, &f->waiting->cfg);
+		bool known = f->waiting->known;
+		unsigned long long live = feed_wait_remove(f, &f->waiting);
+
+		if (!why)
+			continue;
+		if (known)
+			feed_error(f, &f->apply_errors,
+				   "nexthop group %u: member %u never came (%s); dropped with the "
+				   "%llu routes through it",
+				   id, missing, why, live);
+		else
+			feed_error(f, &f->apply_errors,
+				   "nexthop id %u never came (%s); dropped the %llu routes through "
+				   "it",
+				   id, why, live);
+		feed_inc(&f->apply_errors, live);
+	}
+}
+
+/* ------------------------------------------------------------- messages */
+
 static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
 {
 	struct rtnl_route r;
@@ -820,16 +1093,69 @@ static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
 		return;
 	}
 	feed_pending_flush(f);
+	feed_wait_supersede(f, &r.rc);
 	if (r.del)
 		feed_route_del(f, &r, &err);
-	else
+	else if (!feed_wait_route(f, &r.rc))
 		feed_route_add(f, &r);
+}
+
+/* Sets object @c (a mirror replaces what it had) and marks it the feed's. */
+static int feed_nh_set(struct feed *f, const struct nh_obj_cfg *c, struct errbuf *err)
+{
+	/* Dumps carry no flags; a mirror replaces what it had. */
+	int ret = fib_nh_set(f->d->fib, c, FIB_F_CREATE | FIB_F_REPLACE, err);
+
+	if (ret) {
+		feed_error(f, &f->apply_errors, "%s", err->msg);
+		return ret;
+	}
+	if (feed_ids_mark(&f->ids, c->id, f->gen))
+		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
+	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Object @c went in or failed (counted): the routes that waited for it follow. */
+static void feed_wait_apply(struct feed *f, struct feed_wait_obj **po)
+{
+	struct feed_wait_route *w;
+	struct rtnl_route r;
+
+	for (w = (*po)->routes; w; w = w->next) {
+		if (!feed_wait_take_key(f, w))
+			continue; /* superseded */
+		memset(&r, 0, sizeof(r));
+		r.rc = w->rc;
+		/* Fails, counted, if the object did not go in. */
+		feed_route_add(f, &r);
+	}
+	feed_wait_remove(f, po);
+}
+
+/* Object @id came: the waiting groups it completes go in, then their routes. */
+static void feed_wait_release(struct feed *f, uint32_t id, struct errbuf *err)
+{
+	struct feed_wait_obj **po = &f->waiting;
+
+	while (*po) {
+		struct feed_wait_obj *o = *po;
+
+		if (!o->known || !feed_group_names(&o->cfg, id) || feed_group_missing(f, &o->cfg)) {
+			po = &o->next;
+			continue;
+		}
+		feed_nh_set(f, &o->cfg, err);
+		feed_wait_apply(f, po);
+	}
 }
 
 static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 {
+	struct feed_wait_obj **po;
 	struct rtnl_nexthop n;
 	struct errbuf err;
+	uint32_t missing;
 	int ret = rtnl_decode_nexthop(nlh, &n, &err);
 
 	if (ret == -EAFNOSUPPORT) {
@@ -840,7 +1166,11 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		feed_error(f, &f->decode_errors, "%s", err.msg);
 		return;
 	}
+	po = feed_wait_find(f, n.cfg.id);
 	if (n.del) {
+		/* As in the kernel, the routes through it go with it. */
+		if (*po)
+			feed_wait_remove(f, po);
 		ret = fib_nh_del(f->d->fib, n.cfg.id, &err);
 		if (!ret) {
 			feed_ids_forget(&f->ids, n.cfg.id);
@@ -850,15 +1180,16 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		}
 		return;
 	}
-	/* Dumps carry no flags; a mirror replaces what it had. */
-	ret = fib_nh_set(f->d->fib, &n.cfg, FIB_F_CREATE | FIB_F_REPLACE, &err);
-	if (ret) {
-		feed_error(f, &f->apply_errors, "%s", err.msg);
+	missing = f->syncing ? feed_group_missing(f, &n.cfg) : 0;
+	if (missing) {
+		feed_wait_group(f, &n.cfg, missing);
 		return;
 	}
-	if (feed_ids_mark(&f->ids, n.cfg.id, f->gen))
-		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
-	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	ret = feed_nh_set(f, &n.cfg, &err);
+	if (*po)
+		feed_wait_apply(f, po);
+	if (!ret && !n.cfg.n_members && f->waiting)
+		feed_wait_release(f, n.cfg.id, &err);
 }
 
 static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
@@ -955,16 +1286,29 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		break;
 	case FEED_JOB_SYNC_BEGIN:
 		feed_pending_flush(f);
+		feed_wait_drop(f, NULL); /* the dump or replay sends it again */
+		f->waited_routes = f->waited_groups = 0;
+		f->syncing = true;
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
 			f->gen = 1;
 		break;
 	case FEED_JOB_SYNC_END:
 		feed_pending_flush(f);
+		feed_wait_drop(f, "by the end of a dump or replay");
+		if (f->waited_routes || f->waited_groups)
+			log_info("%s feed: in this dump or replay %llu routes and %llu groups came "
+				 "before their nexthop objects and waited for them",
+				 f->name, (unsigned long long)f->waited_routes,
+				 (unsigned long long)f->waited_groups);
+		f->waited_routes = f->waited_groups = 0;
+		f->syncing = false;
 		feed_sweep(f, f->gen);
 		break;
 	case FEED_JOB_FLUSH:
 		feed_pending_flush(f);
+		feed_wait_drop(f, NULL);
+		f->syncing = false;
 		feed_sweep(f, 0);
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
@@ -1028,6 +1372,9 @@ void feed_free(struct feed *f)
 	if (f->pending)
 		free(f->pending->r);
 	free(f->pending);
+	while (f->waiting)
+		feed_wait_remove(f, &f->waiting);
+	free(f->wait_keys.k);
 	free(f->set.k);
 	free(f->ids.id);
 	free(f->ids.gen);
@@ -1106,6 +1453,8 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->swept = FEED_LOAD(swept);
 	st->connects = FEED_LOAD(connects);
 	st->refused = FEED_LOAD(refused);
+	st->wait_objects = FEED_LOAD(wait_objects);
+	st->wait_routes = FEED_LOAD(wait_routes);
 #undef FEED_LOAD
 	pthread_mutex_lock(&mf->lock);
 	memcpy(st->last_error, f->last_error, sizeof(st->last_error));

@@ -22,6 +22,8 @@ struct feed_stats {
 	uint64_t messages;      /* netlink messages received */
 	uint64_t routes;        /* routes this feed holds in the FIB now */
 	uint64_t nexthops;      /* nexthop objects it holds */
+	uint64_t wait_objects;  /* objects routes or groups wait for (in a sync) */
+	uint64_t wait_routes;   /* routes that wait for their object */
 	uint64_t route_updates; /* route adds and deletes applied */
 	uint64_t skipped;       /* messages not for us: other tables, cache routes, families */
 	uint64_t decode_errors; /* malformed messages (counted, skipped) */

@@ -630,9 +630,15 @@ static bool feed_route6_merge(struct feed *f, struct fib_rcfg *rc)
 
 	if (i == n)
 		return false;
-	if (feed_route_is(&v[i], rc))
-		feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE, false); /* marks it */
-	else
+	if (feed_route_is(&v[i], rc)) {
+		/* Announced again (zebra's replay): it stays, marked as announced. */
+		struct feed_key k;
+
+		feed_key_of(&k, rc);
+		if (feed_set_mark(&f->set, &k, f->gen))
+			feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+		feed_inc(&f->skipped, 1);
+	} else
 		feed_swap(f, rc, &v[i], feed_first_of(v, n, rc->metric) == i);
 	return true;
 }
@@ -1288,6 +1294,9 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		feed_pending_flush(f);
 		feed_wait_drop(f, NULL); /* the dump or replay sends it again */
 		f->waited_routes = f->waited_groups = 0;
+		/* A dump or replay is a large load: the tries resize once, at its end. */
+		if (!f->syncing)
+			fib_bulk_begin(f->d->fib);
 		f->syncing = true;
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
@@ -1302,14 +1311,18 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 				 f->name, (unsigned long long)f->waited_routes,
 				 (unsigned long long)f->waited_groups);
 		f->waited_routes = f->waited_groups = 0;
-		f->syncing = false;
 		feed_sweep(f, f->gen);
+		if (f->syncing)
+			fib_bulk_end(f->d->fib);
+		f->syncing = false;
 		break;
 	case FEED_JOB_FLUSH:
 		feed_pending_flush(f);
 		feed_wait_drop(f, NULL);
-		f->syncing = false;
 		feed_sweep(f, 0);
+		if (f->syncing)
+			fib_bulk_end(f->d->fib);
+		f->syncing = false;
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
 	case FEED_JOB_TABLES:

@@ -22,7 +22,7 @@ struct fib {
 	struct reclaim *rc;
 	struct nh_table *nt;
 	struct fib_tables *tables; /* RCU */
-	bool bulk;                 /* writer: between fib_bulk_begin() and _end() */
+	unsigned int bulk;         /* writer: fib_bulk_begin()s not yet ended */
 };
 
 static const char *const fib_rtype_names[FIB_RT_MAX + 1] = {
@@ -105,14 +105,16 @@ static void fib_table_set_bulk(struct fib_table *tb, bool on)
 
 void fib_bulk_begin(struct fib *f)
 {
-	f->bulk = true;
+	if (f->bulk++)
+		return;
 	for (unsigned int i = 0; i < f->tables->n; i++)
 		fib_table_set_bulk(f->tables->t[i], true);
 }
 
 void fib_bulk_end(struct fib *f)
 {
-	f->bulk = false;
+	if (!f->bulk || --f->bulk)
+		return;
 	for (unsigned int i = 0; i < f->tables->n; i++)
 		fib_table_set_bulk(f->tables->t[i], false);
 }

@@ -141,7 +141,9 @@ int fib_table_flush(struct fib *f, uint32_t table, int family);
  * fib_bulk_end(), route edits skip the tries' resizing (and a sorted load
  * starts each insert where the last one ended); fib_bulk_end() resizes
  * every table once. Lookups stay correct throughout, only slower, since
- * the tries are deeper until the end. Returns nothing; cannot fail.
+ * the tries are deeper until the end. Calls nest (a route file loaded
+ * while a feed syncs): bulk mode ends with the last begin's end. Returns
+ * nothing; cannot fail.
  */
 void fib_bulk_begin(struct fib *f);
 void fib_bulk_end(struct fib *f);

@@ -927,6 +927,12 @@ frr_restart_mid_replay()
 	zebra_start "$port" "$nhg"
 	wait_until "the first replay settles" log_has "$A" "replay settled"
 	same_routes "$kstatic" 2 "the first replay" "2[01]\\."
+	# Live, while zebra runs: a kernel route deleted and one added reach lcfibd.
+	ns ip route del 20.0.1.0/24 || fail "ip route del"
+	ns ip route add 21.255.0.0/24 via 198.18.0.2 proto static || fail "ip route add"
+	same_routes "$kstatic" 2 "a kernel route deleted and one added, live" "2[01]\\."
+	lcfib_has "$s" 20.0.1.0/24 && fail "the deleted kernel route is still in lcfibd"
+	lcfib_has "$s" 21.255.0.0/24 || fail "the added kernel route is not in lcfibd"
 	zebra_kill TERM
 	# Meanwhile: a seventh of the routes goes, n/50 new ones come.
 	"$PYTHON" -c '

@@ -58,6 +58,7 @@ enum feed_job_kind {
 	FEED_JOB_MSGS,
 	FEED_JOB_SYNC_BEGIN,
 	FEED_JOB_SYNC_END,
+	FEED_JOB_SYNC_CUT,
 	FEED_JOB_FLUSH,
 	FEED_JOB_TABLES
 };
@@ -1351,6 +1352,14 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 			fib_bulk_end(f->d->fib);
 		f->syncing = false;
 		break;
+	case FEED_JOB_SYNC_CUT:
+		feed_pending_flush(f);
+		feed_wait_drop(f, NULL); /* sent again by the next sync */
+		f->waited_routes = f->waited_groups = 0;
+		if (f->syncing)
+			fib_bulk_end(f->d->fib);
+		f->syncing = false;
+		break;
 	case FEED_JOB_FLUSH:
 		feed_pending_flush(f);
 		feed_wait_drop(f, NULL);
@@ -1454,6 +1463,11 @@ void feed_sync_begin(struct feed *f)
 void feed_sync_end(struct feed *f)
 {
 	feed_queue(f, FEED_JOB_SYNC_END, NULL, 0);
+}
+
+void feed_sync_cut(struct feed *f)
+{
+	feed_queue(f, FEED_JOB_SYNC_CUT, NULL, 0);
 }
 
 void feed_flush(struct feed *f)

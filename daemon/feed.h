@@ -69,6 +69,13 @@ int feed_submit(struct feed *f, const void *msgs, size_t len);
  */
 void feed_sync_begin(struct feed *f);
 void feed_sync_end(struct feed *f);
+/*
+ * Loop thread: the source went away in the middle of a sync. Nothing is
+ * swept (what it had yet to send would go); what waited for missing
+ * objects is dropped, and the FIB leaves bulk mode. The next sync sweeps
+ * what neither announced.
+ */
+void feed_sync_cut(struct feed *f);
 
 /* Loop thread: removes every route and nexthop object of the feed (it was turned off). */
 void feed_flush(struct feed *f);

@@ -281,6 +281,7 @@ static void feed_fpm_peer_close(struct lcfibd *d, struct feed_fpm *p, const char
 	if (p->replaying) {
 		p->replaying = false;
 		feed_fpm_timer_set(p, 0);
+		feed_sync_cut(p->feed);
 	}
 }
 

@@ -1316,6 +1316,32 @@ static void feed_sweep(struct feed *f, uint32_t keep)
 			f->name, (unsigned long long)routes, (unsigned long long)objects);
 }
 
+/*
+ * What a sync's begin and end, a cut and a flush share: the last prefix a
+ * dump listed is applied, and what waits for nexthop objects is dropped:
+ * logged and counted as lost when @why says why, quietly when it comes
+ * again (@why NULL).
+ */
+static void feed_settle(struct feed *f, const char *why)
+{
+	feed_pending_flush(f);
+	feed_wait_drop(f, why);
+	if (why && (f->waited_routes || f->waited_groups))
+		log_info("%s feed: in this dump or replay %llu routes and %llu groups came "
+			 "before their nexthop objects and waited for them",
+			 f->name, (unsigned long long)f->waited_routes,
+			 (unsigned long long)f->waited_groups);
+	f->waited_routes = f->waited_groups = 0;
+}
+
+/* The sync, if one runs, is over: the FIB leaves its bulk mode. */
+static void feed_sync_leave(struct feed *f)
+{
+	if (f->syncing)
+		fib_bulk_end(f->d->fib);
+	f->syncing = false;
+}
+
 static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 {
 	struct feed_job *j = (struct feed_job *)wj;
@@ -1327,9 +1353,7 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		feed_apply_msgs(f, j->data, j->len);
 		break;
 	case FEED_JOB_SYNC_BEGIN:
-		feed_pending_flush(f);
-		feed_wait_drop(f, NULL); /* the dump or replay sends it again */
-		f->waited_routes = f->waited_groups = 0;
+		feed_settle(f, NULL); /* the dump or replay sends again what waits */
 		/* A dump or replay is a large load: the tries resize once, at its end. */
 		if (!f->syncing)
 			fib_bulk_begin(f->d->fib);
@@ -1339,34 +1363,18 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 			f->gen = 1;
 		break;
 	case FEED_JOB_SYNC_END:
-		feed_pending_flush(f);
-		feed_wait_drop(f, "by the end of a dump or replay");
-		if (f->waited_routes || f->waited_groups)
-			log_info("%s feed: in this dump or replay %llu routes and %llu groups came "
-				 "before their nexthop objects and waited for them",
-				 f->name, (unsigned long long)f->waited_routes,
-				 (unsigned long long)f->waited_groups);
-		f->waited_routes = f->waited_groups = 0;
+		feed_settle(f, "by the end of a dump or replay");
 		feed_sweep(f, f->gen);
-		if (f->syncing)
-			fib_bulk_end(f->d->fib);
-		f->syncing = false;
+		feed_sync_leave(f);
 		break;
 	case FEED_JOB_SYNC_CUT:
-		feed_pending_flush(f);
-		feed_wait_drop(f, NULL); /* sent again by the next sync */
-		f->waited_routes = f->waited_groups = 0;
-		if (f->syncing)
-			fib_bulk_end(f->d->fib);
-		f->syncing = false;
+		feed_settle(f, NULL); /* sent again by the next sync */
+		feed_sync_leave(f);
 		break;
 	case FEED_JOB_FLUSH:
-		feed_pending_flush(f);
-		feed_wait_drop(f, NULL);
+		feed_settle(f, NULL);
 		feed_sweep(f, 0);
-		if (f->syncing)
-			fib_bulk_end(f->d->fib);
-		f->syncing = false;
+		feed_sync_leave(f);
 		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
 		break;
 	case FEED_JOB_TABLES:

@@ -47,24 +47,29 @@ static struct lyd_node *state_inner(struct lyd_node *parent, const char *name)
 	return n;
 }
 
+/* A yang:date-and-time leaf, in UTC. */
+static int state_time(struct lyd_node *parent, const char *name, time_t t)
+{
+	char when[64];
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return state_term(parent, name, "%s", when);
+}
+
 static int state_daemon(struct lcfibd *d, struct lyd_node *st)
 {
 	struct lyd_node *n = state_inner(st, "daemon");
 	struct timespec now;
-	char when[64];
-	struct tm tm;
-	time_t wall;
 	int ret;
 
 	if (!n)
 		return -1;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	wall = time(NULL) - (now.tv_sec - d->started.tv_sec);
-	gmtime_r(&wall, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	ret = state_term(n, "version", "%s", PACKAGE_VERSION);
 	ret |= state_u64(n, "pid", (uint64_t)getpid());
-	ret |= state_term(n, "started", "%s", when);
+	ret |= state_time(n, "started", time(NULL) - (now.tv_sec - d->started.tv_sec));
 	ret |= state_u64(n, "uptime", (uint64_t)(now.tv_sec - d->started.tv_sec));
 	return ret;
 }
@@ -264,14 +269,8 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	ret = state_term(n, "running", "%s", running ? "true" : "false");
 	if (peer && peer[0])
 		ret |= state_term(n, "peer", "%s", peer);
-	if (since) {
-		char when[64];
-		struct tm tm;
-
-		gmtime_r(&since, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		ret |= state_term(n, "connected-since", "%s", when);
-	}
+	if (since)
+		ret |= state_time(n, "connected-since", since);
 	ret |= state_u64(n, "messages", fs->messages);
 	ret |= state_u64(n, "routes", fs->routes);
 	ret |= state_u64(n, "nexthop-objects", fs->nexthops);

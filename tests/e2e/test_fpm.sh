@@ -461,6 +461,20 @@ EOF
 	d_stop "$A"
 }
 
+# first_session PORT SOCK < SCRIPT: a peer sends SCRIPT and waits; once its
+# replay settled, replay-settle goes up to 600 s (from then on a replay
+# settles when the test lowers it), and the peer disconnects.
+first_session()
+{
+	local bg
+	{ cat; echo "wait $T/stage1"; } | "${SEND[@]}" --port "$1" script - >/dev/null &
+	bg=$!
+	wait_until "the first session's replay settles" log_has "$A" "replay settled"
+	expect_status 0 ctl "$2" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":600000}}}}'
+	touch "$T/stage1"
+	wait "$bg"
+}
+
 # zebra replays its table on connect: what it held before and not again goes,
 # once the replay settles; what it replays stays, IPv6 routes too, which
 # zebra adds without NLM_F_REPLACE (they are there already: not an error).
@@ -470,7 +484,7 @@ test_fpm_a_partial_replay_sweeps_what_was_not_replayed()
 	port=$(free_port)
 	fpm_start "$port"
 	s=$(d_sock "$A")
-	"${SEND[@]}" --port "$port" script - <<EOF >/dev/null &
+	first_session "$port" "$s" <<EOF
 nexthop add id 1 via 192.0.2.1 dev $DEV
 nexthop add id 2 via 192.0.2.2 dev $DEV
 route add 10.0.0.0/24 nhid 1
@@ -480,14 +494,7 @@ route add 10.3.0.0/24 via 192.0.2.1 dev $DEV metric 10
 route add 10.3.0.0/24 via 192.0.2.3 dev $DEV metric 20
 route prepend 2001:db8:1::/48 via 2001:db8::1 dev $DEV
 route add 2001:db8:2::/48 via 2001:db8::1 dev $DEV
-wait $T/stage1
 EOF
-	bg=$!
-	wait_until "the first session's replay settles" log_has "$A" "replay settled"
-	# From here on a replay settles when the test says so.
-	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":600000}}}}'
-	touch "$T/stage1"
-	wait "$bg"
 	wait_until "the first session ends" log_has "$A" "FPM peer .* disconnected"
 	"${SEND[@]}" --port "$port" --hold 30 script - <<EOF >/dev/null &
 nexthop add id 1 via 192.0.2.1 dev $DEV
@@ -525,16 +532,10 @@ test_fpm_a_replay_cut_short_does_not_sweep()
 	port=$(free_port)
 	fpm_start "$port"
 	s=$(d_sock "$A")
-	"${SEND[@]}" --port "$port" script - <<EOF >/dev/null &
+	first_session "$port" "$s" <<EOF
 route add 10.0.0.0/24 via 192.0.2.1 dev $DEV
 route add 10.1.0.0/24 via 192.0.2.1 dev $DEV
-wait $T/stage1
 EOF
-	bg=$!
-	wait_until "the first session's replay settles" log_has "$A" "replay settled"
-	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":600000}}}}'
-	touch "$T/stage1"
-	wait "$bg"
 	send_script "$port" <<EOF >/dev/null
 route add 10.0.0.0/24 via 192.0.2.1 dev $DEV
 EOF

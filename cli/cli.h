@@ -8,7 +8,8 @@
  * Errors. Command functions return 0 or a negative errno and have already
  * told the user what went wrong (cli_error()). Three errnos pick the exit
  * status: -EINVAL is a usage error (2), -ENOTCONN means the daemon could
- * not be reached (3); anything else is 1 (CLI_EXIT_*). Code here must not
+ * not be reached (3), CLI_ENOTRECORDED a load that applied but is not in
+ * the config (4); anything else is 1 (CLI_EXIT_*). Code here must not
  * pass a library's -EINVAL up unless it means "the command line is wrong".
  */
 #ifndef LCFIB_CLI_H
@@ -27,6 +28,10 @@
 #define CLI_EXIT_ERROR   1
 #define CLI_EXIT_USAGE   2
 #define CLI_EXIT_CONNECT 3
+#define CLI_EXIT_NOT_RECORDED 4
+
+/* A load's routes applied, but the daemon could not add it to its config. */
+#define CLI_ENOTRECORDED (-ENOLINK) /* an errno nothing else here returns */
 
 #define CLI_XPATH_MAX 4096
 #define CLI_VALUE_MAX 256

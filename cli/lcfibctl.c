@@ -70,6 +70,8 @@ int cli_exit_status(int ret)
 		return CLI_EXIT_USAGE;
 	if (ret == -ENOTCONN)
 		return CLI_EXIT_CONNECT;
+	if (ret == CLI_ENOTRECORDED)
+		return CLI_EXIT_NOT_RECORDED;
 	return CLI_EXIT_ERROR;
 }
 

@@ -321,6 +321,15 @@ int cli_rpc_output(struct cli *cli, const struct lyd_node *rpc, const char *repl
 		ret = cli_print_json(cli, tree);
 	else if (op)
 		cli_rpc_print(cli, rpc, op);
+	/* A load whose routes are in, but that a restart will not load again. */
+	if (!ret && op && cli_child_value(op, "not-recorded")) {
+		if (!cli->json)
+			cli_error(cli, NULL, NULL,
+				  "the routes are applied, but the daemon could not add the file "
+				  "to its config, so a restart will not load it: %s",
+				  cli_child_value(op, "not-recorded"));
+		ret = CLI_ENOTRECORDED;
+	}
 	lyd_free_all(tree);
 	return ret;
 }

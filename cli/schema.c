@@ -278,7 +278,11 @@ char *cli_schema_dsc(const char *dsc, bool first_sentence, char *buf, size_t siz
 	return buf;
 }
 
-/* Parses "16M", "512Ki", "1GB": powers of 1024. False if @s is not a size. */
+/*
+ * Parses "16M", "512Ki", "1GB": powers of 1024; blanks around it are
+ * dropped (a quoted "  16M"), as libyang drops them around a number.
+ * False if @s is not a size.
+ */
 static bool cli_parse_size(const char *s, unsigned long long *out)
 {
 	static const char units[] = "KMGT";
@@ -287,6 +291,8 @@ static bool cli_parse_size(const char *s, unsigned long long *out)
 	const char *u;
 	char *end;
 
+	while (isspace((unsigned char)*s))
+		s++;
 	if (!isdigit((unsigned char)*s))
 		return false;
 	errno = 0;
@@ -301,6 +307,8 @@ static bool cli_parse_size(const char *s, unsigned long long *out)
 		if (*end == 'B')
 			end++;
 	}
+	while (isspace((unsigned char)*end))
+		end++;
 	if (*end || (shift && v > (~0ULL >> shift)))
 		return false;
 	*out = v << shift;

@@ -4,8 +4,10 @@
  * handler per config leaf (validate/prepare may fail, apply may not), and
  * its file, written atomically after every committed edit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <grp.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -436,12 +438,55 @@ static int cfg_complete(struct lcfibd *d, struct lyd_node **tree, struct lcfibd_
 	return 0;
 }
 
+/*
+ * Removes the temp files cfg_persist() left when a daemon died while
+ * writing the config (CONFIG.tmp.PID, PID no longer running): nothing
+ * else ever would.
+ */
+static void cfg_remove_stale_tmp(const struct lcfibd *d)
+{
+	char dirbuf[4096], prefix[512], path[4608];
+	const char *base = strrchr(d->config_path, '/'), *dn;
+	size_t plen;
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(dirbuf, sizeof(dirbuf), "%s", d->config_path);
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "%s.tmp.", base ? base + 1 : d->config_path);
+	dn = dirname(dirbuf);
+	dir = opendir(dn);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, prefix, plen) != 0)
+			continue;
+		errno = 0;
+		pid = strtol(de->d_name + plen, &end, 10);
+		if (errno || *end || end == de->d_name + plen || pid <= 0 ||
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue; /* not ours, or its writer still runs */
+		snprintf(path, sizeof(path), "%s/%s", dn, de->d_name);
+		if (unlink(path) == 0)
+			log_notice("removed %s, left by a daemon that died writing the config",
+				   path);
+		else
+			log_warn("cannot remove %s, left by a daemon that died writing the config: %m",
+				 path);
+	}
+	closedir(dir);
+}
+
 int cfg_init(struct lcfibd *d, bool check_only)
 {
 	struct lcfibd_err e = { 0 };
 	struct lyd_node *tree;
 	bool all[CFG_N_HANDLERS];
 
+	if (!check_only)
+		cfg_remove_stale_tmp(d);
 	if (cfg_read_file(d, &tree, &e) || cfg_complete(d, &tree, &e))
 		goto fail;
 	memset(all, 1, sizeof(all));

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,12 +692,19 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	free(c);
 }
 
-/* Whether the peer may change things: root, our own user, or the admin group. */
-static bool ctl_peer_is_admin(const struct lcfibd *d, const struct ucred *cr)
+/*
+ * Whether the peer may change things: root, our own user, or the admin
+ * group by the peer's own credentials at connect(): its gid, or one of the
+ * supplementary groups the kernel reports (SO_PEERGROUPS). Not the group
+ * database: a member's process that dropped its groups (setgroups(0),
+ * setpriv --clear-groups) is not in the group any more.
+ */
+static bool ctl_peer_is_admin(const struct lcfibd *d, int fd, const struct ucred *cr)
 {
-	gid_t groups[256];
-	int n = 256;
-	struct passwd *pw;
+	gid_t stack[256], *groups = stack;
+	socklen_t len = sizeof(stack);
+	bool admin = false;
+	int ret;
 
 	if (cr->uid == 0 || cr->uid == geteuid())
 		return true;
@@ -706,14 +712,27 @@ static bool ctl_peer_is_admin(const struct lcfibd *d, const struct ucred *cr)
 		return false;
 	if (cr->gid == d->admin_gid)
 		return true;
-	pw = getpwuid(cr->uid);
-	if (!pw || getgrouplist(pw->pw_name, cr->gid, groups, &n) < 0)
-		return false;
-	for (int i = 0; i < n; i++) {
-		if (groups[i] == d->admin_gid)
-			return true;
+	ret = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (ret && errno == ERANGE) {
+		/* len is now the size needed (up to NGROUPS_MAX groups). */
+		groups = malloc(len);
+		ret = groups ? getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) : -1;
 	}
-	return false;
+	if (ret) {
+		log_warn("control client pid %d uid %u: cannot read its groups (SO_PEERGROUPS): "
+			 "%m; read only",
+			 (int)cr->pid, (unsigned int)cr->uid);
+		if (groups != stack)
+			free(groups);
+		return false;
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++) {
+		if (groups[i] == d->admin_gid)
+			admin = true;
+	}
+	if (groups != stack)
+		free(groups);
+	return admin;
 }
 
 static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -749,7 +768,7 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 		c->fd = fd;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
-		c->admin = ctl_peer_is_admin(d, &cr);
+		c->admin = ctl_peer_is_admin(d, fd, &cr);
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			log_warn("control socket: epoll: %m");

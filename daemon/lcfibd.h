@@ -37,6 +37,7 @@ struct lcfibd_err {
 struct lcfibd_ingest {
 	uint64_t applied, rejected;
 	uint64_t loads, loads_failed;
+	uint64_t loads_not_recorded; /* under lock */
 	/* the load in progress (phase NULL: none), under lock */
 	pthread_mutex_t lock;
 	const struct writer_job *job;

@@ -8,6 +8,7 @@
 #include "daemon/log.h"
 
 static bool log_syslog;
+static bool log_stderr_errors;
 static int log_level = LOG_NOTICE;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -21,6 +22,11 @@ void log_open(bool to_syslog)
 	log_syslog = to_syslog;
 	if (to_syslog)
 		openlog("lcfibd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void log_errors_to_stderr(bool on)
+{
+	log_stderr_errors = on;
 }
 
 void log_close(void)
@@ -65,6 +71,8 @@ void log_msg(int level, const char *fmt, ...)
 	va_end(ap);
 	if (log_syslog) {
 		syslog(level, "%s", buf);
+		if (level <= LOG_ERR && log_stderr_errors)
+			fprintf(stderr, "lcfibd: %s\n", buf);
 		return;
 	}
 	{

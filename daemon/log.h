@@ -11,6 +11,8 @@
 
 void log_open(bool to_syslog);
 void log_close(void);
+/* Logging to syslog, errors also go to stderr (start-up in the background). */
+void log_errors_to_stderr(bool on);
 void log_set_level(int level);
 int log_get_level(void);
 /* Parses "error", "warning", "notice", "info" or "debug"; -1 when none. */

@@ -282,25 +282,40 @@ static int pidfile_write(const char *path)
 }
 
 /*
- * Backgrounds the daemon. The parent exits once the child says it is
- * serving (or failed), so `lcfibd && lcfibctl ...` works.
+ * Backgrounds the daemon: fork, setsid, fork. Called before anything starts
+ * a thread or registers with liburcu (the FIB's reclamation thread, the
+ * writer): a forked child keeps only the thread that forked, so whatever
+ * ran before would be gone in the daemon, and reclaim_destroy() would wait
+ * for it forever at exit. The parent exits once the child says it is
+ * serving, with the status the child sends (daemon_ready()), or 1 when the
+ * child dies first: `lcfibd && lcfibctl ...` works, and systemd's
+ * Type=forking start fails as the daemon's start-up does. Standard error
+ * stays the caller's until then, so start-up errors reach it.
  */
-static int daemonize(int *ready_fd, bool keep_stderr)
+static int daemonize(int *ready_fd)
 {
 	int p[2];
 	pid_t pid;
-	char ok = 0;
+	unsigned char st = 1;
 
-	if (pipe(p))
+	if (pipe2(p, O_CLOEXEC))
 		return -1;
 	pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid > 0) {
+		sigset_t set;
+
+		/* The parent only waits: Ctrl-C or timeout(1) may end it. */
+		sigemptyset(&set);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGHUP);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 		close(p[1]);
-		if (read(p[0], &ok, 1) != 1)
-			ok = 0;
-		_exit(ok ? 0 : 1);
+		if (read(p[0], &st, 1) != 1)
+			st = 1;
+		_exit(st);
 	}
 	close(p[0]);
 	setsid();
@@ -317,14 +332,32 @@ static int daemonize(int *ready_fd, bool keep_stderr)
 		if (fd >= 0) {
 			dup2(fd, 0);
 			dup2(fd, 1);
-			if (!keep_stderr) /* --stderr in the background: the caller redirected it */
-				dup2(fd, 2);
 			if (fd > 2)
 				close(fd);
 		}
 	}
 	*ready_fd = p[1];
 	return 0;
+}
+
+/* Tells the waiting parent (if any) to exit with @status: 0 once serving. */
+static void daemon_ready(int *ready_fd, unsigned char status, bool keep_stderr)
+{
+	int fd;
+
+	if (*ready_fd < 0)
+		return;
+	if (write(*ready_fd, &status, 1) != 1)
+		log_warn("cannot tell the parent we are ready: %m");
+	close(*ready_fd);
+	*ready_fd = -1;
+	log_errors_to_stderr(false);
+	/* --stderr in the background: the caller redirected it; otherwise nobody reads it now. */
+	fd = keep_stderr ? -1 : open("/dev/null", O_WRONLY);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
 }
 
 int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source *s)
@@ -474,13 +507,16 @@ int main(int argc, char **argv)
 	socket_given = d.socket_path != NULL;
 	defaults(&d, &o);
 	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
+	/* Logging to syslog, the start-up's errors also go to the caller (not twice to journald). */
+	if (o.log_dest != 2 && !d.foreground && !getenv("JOURNAL_STREAM"))
+		log_errors_to_stderr(true);
 	if (d.log_level_opt >= 0)
 		log_set_level(d.log_level_opt);
-	d.fib = fib_new();
-	if (!d.fib) {
-		log_err("cannot make the FIB: %m");
-		goto out;
-	}
+	/*
+	 * Until daemonize(): no thread, no liburcu registration (see there).
+	 * libyang's context, the config's checks and the sockets a feed opens
+	 * in prepare() are plain memory and descriptors: they survive the fork.
+	 */
 	if (yang_init(&d) || cfg_check_handlers(&d) || cfg_init(&d, o.check_only))
 		goto out;
 	if (o.check_only) {
@@ -491,8 +527,14 @@ int main(int argc, char **argv)
 	d.socket_dir_ours = ret > 0 || (!socket_given && ret == 0);
 	if (ret < 0 || mkdir_for(d.pidfile) < 0 || mkdir_for(d.config_path) < 0)
 		goto out;
-	if (!d.foreground && daemonize(&ready_fd, o.log_dest == 2)) {
+	if (!d.foreground && daemonize(&ready_fd)) {
 		log_err("cannot go to the background: %m");
+		goto out;
+	}
+	/* The FIB starts its reclamation thread: in the process that serves. */
+	d.fib = fib_new();
+	if (!d.fib) {
+		log_err("cannot make the FIB: %m");
 		goto out;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
@@ -510,19 +552,13 @@ int main(int argc, char **argv)
 	log_notice("lcfibd %s serving on %s (state %s, sync-mem %llu)", PACKAGE_VERSION,
 		   d.socket_path, d.state_dir, (unsigned long long)fib_get_sync_mem(d.fib));
 	rpc_load_configured(&d, false);
-	if (ready_fd >= 0) {
-		char ok = 1;
-
-		if (write(ready_fd, &ok, 1) != 1)
-			log_warn("cannot tell the parent we are ready: %m");
-		close(ready_fd);
-		ready_fd = -1;
-	}
+	daemon_ready(&ready_fd, 0, o.log_dest == 2);
 	loop_run(&d);
 	status = 0;
 	ctl_close_all(&d);
 	fib_reader_unregister();
 out:
+	daemon_ready(&ready_fd, (unsigned char)status, o.log_dest == 2);
 	if (pid_written)
 		unlink(d.pidfile);
 	shutdown_all(&d, &o);

@@ -697,6 +697,15 @@ static void rpc_load_progress(void *ctx, const char *phase, uint64_t done, uint6
 	writer_kick(p->d->writer);
 }
 
+/*
+ * The lines a load skipped: those that did not parse and those that did not
+ * apply. The reply, the log and state all give this one count.
+ */
+static uint64_t rpc_load_skipped(const struct rpc_job *j)
+{
+	return j->rf ? routefile_bad_lines(j->rf) : 0;
+}
+
 static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 {
 	struct rpc_job *j = (struct rpc_job *)wj;
@@ -733,10 +742,9 @@ static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 out:
 	j->duration_us = rpc_now_us(&j->t0);
 	if (j->ret)
-		rpc_count(d, 0,
-			  j->rf && routefile_bad_lines(j->rf) ? routefile_bad_lines(j->rf) : 1);
+		rpc_count(d, 0, rpc_load_skipped(j) ? rpc_load_skipped(j) : 1);
 	else
-		rpc_count(d, j->res.applied, j->res.skipped);
+		rpc_count(d, j->res.applied, rpc_load_skipped(j));
 	pthread_mutex_lock(&d->ingest.lock);
 	d->ingest.phase = NULL;
 	d->ingest.job = NULL;
@@ -806,29 +814,36 @@ void rpc_loaded_free(struct lcfibd *d)
 	d->n_loaded = 0;
 }
 
-/* Records a successful load in the running config, unless transient. */
-static void rpc_load_record(struct lcfibd *d, struct rpc_job *j)
+/*
+ * Records a successful load in the running config, unless transient.
+ * Returns 0, or -1 with why in @e: the routes are in, but a restart will
+ * not load the file again (the reply, lcfibctl's status and state say so).
+ */
+static int rpc_load_record(struct lcfibd *d, struct rpc_job *j, struct lcfibd_err *e)
 {
-	struct lcfibd_err e = { 0 };
 	char *path = j->path;
 
 	if (j->transient || j->configured)
-		return;
+		return 0;
 	if (j->buf) {
-		path = rpc_save_stream(d, j, &e);
+		path = rpc_save_stream(d, j, e);
 		if (!path)
 			goto fail;
 	}
 	rpc_loaded_add(d, path);
-	if (cfg_add_route_file(d, path, j->format, j->skip_bad, &e) == 0) {
+	if (cfg_add_route_file(d, path, j->format, j->skip_bad, e) == 0) {
 		if (path != j->path)
 			free(path);
-		return;
+		return 0;
 	}
 	if (path != j->path)
 		free(path);
 fail:
-	log_err("%s loaded, but not recorded in the config: %s", j->path, e.msg);
+	log_err("%s loaded, but not recorded in the config: %s", j->path, e->msg);
+	pthread_mutex_lock(&d->ingest.lock);
+	d->ingest.loads_not_recorded++;
+	pthread_mutex_unlock(&d->ingest.lock);
+	return -1;
 }
 
 static void rpc_load_stats(struct lcfibd *d, const struct rpc_job *j, uint64_t rate)
@@ -841,7 +856,7 @@ static void rpc_load_stats(struct lcfibd *d, const struct rpc_job *j, uint64_t r
 		d->ingest.loads++;
 		snprintf(d->ingest.last_file, sizeof(d->ingest.last_file), "%s", j->path);
 		d->ingest.last_routes = j->res.applied;
-		d->ingest.last_skipped = j->res.skipped;
+		d->ingest.last_skipped = rpc_load_skipped(j);
 		d->ingest.last_duration_us = j->duration_us;
 		d->ingest.last_rate = rate;
 	}
@@ -882,11 +897,12 @@ static void rpc_load_fail_reply(struct lcfibd *d, struct rpc_job *j)
 	free(e);
 }
 
-static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate, char **json)
+static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate,
+			const char *not_recorded, char **json)
 {
 	struct lcfibd_err e = { 0 };
 	struct lyd_node *out = rpc_reply_new(d, "load", &e);
-	uint64_t n = routefile_bad_lines(j->rf);
+	uint64_t n = rpc_load_skipped(j);
 	int ret;
 
 	if (!out)
@@ -896,6 +912,8 @@ static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate, char
 	ret |= rpc_term(out, "skipped", "%llu", (unsigned long long)n);
 	ret |= rpc_term(out, "duration", "%llu", (unsigned long long)j->duration_us);
 	ret |= rpc_term(out, "rate", "%llu", (unsigned long long)rate);
+	if (not_recorded)
+		ret |= rpc_term(out, "not-recorded", "%s", not_recorded);
 	for (uint64_t i = 0; i < n && i < RPC_BAD_LINES_MAX && !ret; i++) {
 		struct lyd_node *bl;
 		uint64_t line;
@@ -919,6 +937,7 @@ static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
 {
 	struct rpc_job *j = (struct rpc_job *)wj;
 	uint64_t rate = j->duration_us ? j->res.applied * 1000000u / j->duration_us : 0;
+	struct lcfibd_err e = { 0 };
 	char *json = NULL;
 
 	rpc_load_stats(d, j, rate);
@@ -928,14 +947,12 @@ static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
 	} else {
 		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
 			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
-			   (unsigned long long)rate, (unsigned long long)j->res.skipped);
-		if (rpc_load_out(d, j, rate, &json))
+			   (unsigned long long)rate, (unsigned long long)rpc_load_skipped(j));
+		/* Before the reply (it waits for the config's fsync): the reply says if it failed. */
+		if (rpc_load_out(d, j, rate, rpc_load_record(d, j, &e) ? e.msg : NULL, &json))
 			log_warn("%s: cannot build the reply", __func__);
 		ctl_reply(d, j->job.conn, j->job.req_id, json);
 		free(json);
-		/* After the reply (saving a stream takes an fsync); before the client's next
-		 * request. */
-		rpc_load_record(d, j);
 	}
 	if (j->job.conn)
 		ctl_conn_resume(d, j->job.conn);

@@ -202,6 +202,7 @@ static int state_ingest(struct lcfibd *d, struct lyd_node *st)
 	pthread_mutex_lock(&in->lock);
 	ret |= state_u64(n, "loads", in->loads);
 	ret |= state_u64(n, "loads-failed", in->loads_failed);
+	ret |= state_u64(n, "loads-not-recorded", in->loads_not_recorded);
 	if (in->last_error[0])
 		ret |= state_term(n, "last-error", "%s", in->last_error);
 	if (in->phase) {

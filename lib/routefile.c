@@ -44,6 +44,7 @@ struct rf_op {
 	uint32_t nh; /* n_paths > 0: first path in rf->paths; RF_OP_NHID: the id */
 	uint8_t family, plen, type, proto;
 	uint8_t scope, n_paths, flags, kind; /* flags: FIB_F_*; kind: RF_OP_* */
+	uint32_t col; /* the prefix's column, for an error found when the op applies */
 };
 
 _Static_assert(sizeof(struct rf_op) == 48, "a full table holds a million ops");
@@ -406,6 +407,7 @@ static int rf_prefix(struct rf_parser *pp, const struct rf_tok *t, const struct 
 	unsigned int bits, plen = 0, nd = 0;
 	uint8_t fam;
 
+	op->col = (uint32_t)(t->s - pp->line) + 1;
 	if (rf_is(t, "default") || rf_is(t, "any") || rf_is(t, "all")) {
 		memset(op->addr, 0, sizeof(op->addr));
 		op->family = (uint8_t)pp->family;
@@ -1632,10 +1634,10 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 		int ret = rf_apply_op(rf, f, i, &ferr);
 
 		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
-			    rf_bad_add(rf, rf->ops[i].line, 0, ferr.msg))) {
+			    rf_bad_add(rf, rf->ops[i].line, rf->ops[i].col, ferr.msg))) {
 			*failed = i;
-			err_set(err, "%s:%" PRIu64 ": %s", rf->opts.name, rf->ops[i].line,
-				ferr.msg);
+			err_set(err, "%s:%" PRIu64 ":%u: %s", rf->opts.name, rf->ops[i].line,
+				rf->ops[i].col, ferr.msg);
 			return ret;
 		}
 		if (ret)

@@ -120,9 +120,9 @@ uint64_t routefile_bad_lines(const struct routefile *rf);
 
 /*
  * The @i-th bad line: parse errors first, in file order, then apply errors
- * in file order. *@col is 0 for an apply error. *@msg reads
- * "NAME:LINE:COL: what was expected or wrong" ("NAME:LINE: ..." for an
- * apply error) and is valid until @rf next changes. Returns 0, or -ENOENT
+ * in file order. *@col is where the error is (an apply error's: the
+ * prefix's). *@msg reads "NAME:LINE:COL: what was expected or wrong"
+ * and is valid until @rf next changes. Returns 0, or -ENOENT
  * past the ROUTEFILE_BAD_KEEP kept (they are counted all the same).
  * Any pointer argument but @rf may be NULL.
  */
@@ -153,7 +153,8 @@ struct routefile_result {
  * (an add of a route that exists: -EEXIST; a delete of one that does not:
  * -ESRCH; ...), without skip_bad_lines every op applied so far is undone,
  * last first, so the routes of the FIB are exactly as before, and the
- * error returns with "NAME:LINE: the FIB's message"; with skip_bad_lines
+ * error returns with "NAME:LINE:COL: the FIB's message" (the prefix's
+ * column); with skip_bad_lines
  * the op is recorded as a bad line and the apply goes on. -ENOMEM can end
  * an apply too (rolled back likewise, skip_bad_lines or not). Only if
  * undoing itself fails (memory) is the result -ENOTRECOVERABLE: the FIB

@@ -690,11 +690,11 @@ static void test_routefile_skip_bad_lines_applies_the_rest_and_reports_each(void
 	assert_string_equal(msg, "t.routes:6:30: 'mtu' is not supported");
 	assert_int_equal(routefile_bad_line(rf, 2, &line, &col, &msg), 0);
 	assert_int_equal(line, 4);
-	assert_int_equal(col, 0);
-	assert_string_equal(msg, "t.routes:4: 10.0.0.0/8 table 254 metric 0: route exists");
+	assert_int_equal(col, 11); /* an apply error: the prefix's column */
+	assert_string_equal(msg, "t.routes:4:11: 10.0.0.0/8 table 254 metric 0: route exists");
 	assert_int_equal(routefile_bad_line(rf, 3, &line, &col, &msg), 0);
 	assert_int_equal(line, 5);
-	assert_string_equal(msg, "t.routes:5: 10.9.0.0/16 table 254 metric 0: no such route");
+	assert_string_equal(msg, "t.routes:5:11: 10.9.0.0/16 table 254 metric 0: no such route");
 	assert_int_equal(routefile_bad_line(rf, 4, &line, &col, &msg), -ENOENT);
 	/* One apply per file. */
 	assert_int_equal(routefile_apply(rf, f, NULL, NULL, &res, &err), -EALREADY);
@@ -769,13 +769,13 @@ static void rollback_case(struct fib *f, const char *last, int expect, const cha
 static void test_routefile_add_of_existing_route_rolls_back_exactly(void **state)
 {
 	rollback_case(*state, "route add 10.0.0.0/8 via 192.0.2.1 metric 10\n", -EEXIST,
-		      "t.routes:15: 10.0.0.0/8 table 254 metric 10: route exists");
+		      "t.routes:15:11: 10.0.0.0/8 table 254 metric 10: route exists");
 }
 
 static void test_routefile_del_of_missing_route_rolls_back_exactly(void **state)
 {
 	rollback_case(*state, "route del 10.0.0.0/8 via 192.0.2.2 metric 10\n", -ESRCH,
-		      "t.routes:15: 10.0.0.0/8 table 254 metric 10: no such route");
+		      "t.routes:15:11: 10.0.0.0/8 table 254 metric 10: no such route");
 }
 
 /* What the edits do when nothing fails: so the rollback tests above undo real work. */
@@ -956,7 +956,7 @@ static void test_routefile_feeding_in_pieces_changes_nothing(void **state)
 	(void)state;
 	assert_non_null(strstr(whole, "ret 0 lines 9 routes 5\n"));
 	assert_non_null(strstr(whole, "t.routes:8:37: 'mtu' is not supported\n"));
-	assert_non_null(strstr(whole, "t.routes:7: 10.0.0.0/8 table 254 metric 7: route exists\n"));
+	assert_non_null(strstr(whole, "t.routes:7:11: 10.0.0.0/8 table 254 metric 7: route exists\n"));
 	for (size_t chunk = 1; chunk < 12; chunk++) {
 		char *pieces = file_outcome(text, sizeof(text) - 1, chunk, true);
 

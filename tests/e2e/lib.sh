@@ -7,6 +7,9 @@
 #   d_start NAME [ARGS...]   starts lcfibd NAME (files in $T/NAME), waits until
 #                            its socket answers; fails with its log if it dies
 #   d_stop NAME              SIGTERM, then checks it exited with status 0
+#   d_start_bg NAME [ARGS...] starts lcfibd NAME as users and systemd start
+#                            it: backgrounded (no -f), with a pid file
+#   d_gone NAME [TENTHS]     whether it has exited (waits up to TENTHS x 0.1 s)
 #   d_sock NAME, d_log NAME, d_state NAME
 #   t_run TEST [ARGS...]     runs the function TEST in a subshell, records
 #                            pass, fail or skip; t_case NAME CMD... names it
@@ -226,11 +229,54 @@ d_stop()
 	}
 }
 
+# d_start_bg NAME [ARGS...]: lcfibd NAME started the way users and systemd's
+# Type=forking unit start it: no -f, so it forks into the background, and
+# the command returns once the daemon serves (or failed). Its pid file is
+# $T/NAME/pid (-p); --stderr keeps its log in $T/NAME/log. The start's exit
+# status is in $D_BG_STATUS; timeout(1) keeps a start that never returns
+# from hanging make check. Stopped with d_stop_bg, killed by d_kill_mine.
+D_BG_STATUS=
+d_start_bg()
+{
+	local name=$1 dir
+	shift
+	dir=$(d_dir "$name")
+	mkdir -p "$dir"
+	chmod 0755 "$dir"
+	rm -f "$dir/daemon.pid" "$dir/exit-status" "$dir/pid"
+	touch "$dir/bg"
+	E2E_MY_DAEMONS+=("$name")
+	D_BG_STATUS=0
+	timeout -k 5 120 "$LCFIBD" -s "$dir/sock" -S "$dir/state" -p "$dir/pid" -y "$YANG_DIR" \
+		-d info --stderr "$@" 2>>"$dir/log" </dev/null || D_BG_STATUS=$?
+	[ -s "$dir/pid" ] && cp "$dir/pid" "$dir/daemon.pid"
+	[ "$D_BG_STATUS" = 0 ]
+}
+
+# d_gone NAME [TENTHS]: whether lcfibd NAME (its pid in $T/NAME/daemon.pid)
+# has exited, waiting up to TENTHS tenths of a second (default 0). Not our
+# child: a zombie (no reaper in a container) counts as exited.
+d_gone()
+{
+	local pid i st
+	pid=$(d_pid "$1") || return 0
+	for ((i = 0; ; i++)); do
+		st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || st=
+		[ -z "$st" ] || [ "$st" = Z ] && return 0
+		[ "$i" -lt "${2:-0}" ] || return 1
+		sleep 0.1
+	done
+}
+
 # Kills the daemons this shell started and did not stop.
 d_kill_mine()
 {
 	local name
 	for name in "${E2E_MY_DAEMONS[@]}"; do
+		if [ -e "$T/$name/bg" ]; then
+			d_gone "$name" || kill -KILL "$(d_pid "$name")" 2>/dev/null
+			continue
+		fi
 		if [ ! -e "$T/$name/daemon.pid" ] || [ -e "$T/$name/exit-status" ]; then
 			continue
 		fi

@@ -286,6 +286,20 @@ d_kill_mine()
 	E2E_MY_DAEMONS=()
 }
 
+# e2e_programs_for_nobody: copies lcfibd and the YANG module to $T/bin,
+# which every user can reach, and points LCFIBD and YANG_DIR there (for the
+# calling test's subshell): a checkout under a 0700 directory (root's home,
+# a mktemp -d folder) is out of reach of a daemon run as nobody. lcfibd
+# links liblcfib in (no liblcfib.so from the build tree), so the copy runs.
+e2e_programs_for_nobody()
+{
+	mkdir -p "$T/bin/yang" &&
+		cp "$LCFIBD" "$T/bin/lcfibd" && cp "$YANG_DIR"/*.yang "$T/bin/yang/" &&
+		chmod -R a+rX "$T/bin" || return 1
+	LCFIBD=$T/bin/lcfibd
+	YANG_DIR=$T/bin/yang
+}
+
 # ----------------------------------------------------------- clients
 
 # ctl SOCK ARGS...: the raw client (tests/e2e/ctl.py).

@@ -395,6 +395,7 @@ test_only_the_configured_tables_are_mirrored()
 test_an_unprivileged_lcfibd_mirrors_read_only()
 {
 	command -v setpriv >/dev/null || t_skip "setpriv is not installed (Debian: util-linux)"
+	e2e_programs_for_nobody || fail "cannot copy lcfibd where nobody can run it"
 	ns_new
 	batch "$T/k.batch" "$SMALL4" "$SMALL6" 16
 	K_OWNER=65534 K_WRAP="setpriv --reuid=65534 --regid=65534 --clear-groups --" k_start k

@@ -24,10 +24,10 @@
 
 #define CLI_NAME "lcfibctl"
 
-#define CLI_EXIT_OK      0
-#define CLI_EXIT_ERROR   1
-#define CLI_EXIT_USAGE   2
-#define CLI_EXIT_CONNECT 3
+#define CLI_EXIT_OK           0
+#define CLI_EXIT_ERROR        1
+#define CLI_EXIT_USAGE        2
+#define CLI_EXIT_CONNECT      3
 #define CLI_EXIT_NOT_RECORDED 4
 
 /* A load's routes applied, but the daemon could not add it to its config. */

@@ -452,7 +452,8 @@ static void cfg_remove_stale_tmp(const struct lcfibd *d)
 	DIR *dir;
 
 	snprintf(dirbuf, sizeof(dirbuf), "%s", d->config_path);
-	plen = (size_t)snprintf(prefix, sizeof(prefix), "%s.tmp.", base ? base + 1 : d->config_path);
+	base = base ? base + 1 : d->config_path;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "%s.tmp.", base);
 	dn = dirname(dirbuf);
 	dir = opendir(dn);
 	if (!dir)
@@ -473,8 +474,7 @@ static void cfg_remove_stale_tmp(const struct lcfibd *d)
 			log_notice("removed %s, left by a daemon that died writing the config",
 				   path);
 		else
-			log_warn("cannot remove %s, left by a daemon that died writing the config: %m",
-				 path);
+			log_warn("cannot remove %s, left by a daemon that died: %m", path);
 	}
 	closedir(dir);
 }

@@ -281,6 +281,23 @@ static int pidfile_write(const char *path)
 	return 0;
 }
 
+/* The signals the loop reads from a signalfd. */
+static void signals_of_the_loop(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
+/* Blocked in every thread: so before any starts (the FIB's reclaim thread, the writer). */
+static void signals_block(sigset_t *set)
+{
+	signals_of_the_loop(set);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 /*
  * Backgrounds the daemon: fork, setsid, fork. Called before anything starts
  * a thread or registers with liburcu (the FIB's reclamation thread, the
@@ -307,10 +324,7 @@ static int daemonize(int *ready_fd)
 		sigset_t set;
 
 		/* The parent only waits: Ctrl-C or timeout(1) may end it. */
-		sigemptyset(&set);
-		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGHUP);
+		signals_of_the_loop(&set);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 		close(p[1]);
 		if (read(p[0], &st, 1) != 1)
@@ -365,20 +379,6 @@ int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source
 	struct epoll_event ev = { .events = events, .data.ptr = s };
 
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
-/*
- * The signals the loop reads from a signalfd: blocked in every thread, so
- * block them before any thread starts (the FIB's reclaim thread, the writer).
- */
-static void signals_block(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, set, NULL);
-	signal(SIGPIPE, SIG_IGN);
 }
 
 static void on_signal(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -507,7 +507,7 @@ int main(int argc, char **argv)
 	socket_given = d.socket_path != NULL;
 	defaults(&d, &o);
 	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
-	/* Logging to syslog, the start-up's errors also go to the caller (not twice to journald). */
+	/* Logging to syslog: start-up errors also go to the caller (not twice to journald). */
 	if (o.log_dest != 2 && !d.foreground && !getenv("JOURNAL_STREAM"))
 		log_errors_to_stderr(true);
 	if (d.log_level_opt >= 0)

@@ -948,7 +948,7 @@ static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
 		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
 			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
 			   (unsigned long long)rate, (unsigned long long)rpc_load_skipped(j));
-		/* Before the reply (it waits for the config's fsync): the reply says if it failed. */
+		/* Before the reply (it waits for the config's fsync), which says if it failed. */
 		if (rpc_load_out(d, j, rate, rpc_load_record(d, j, &e) ? e.msg : NULL, &json))
 			log_warn("%s: cannot build the reply", __func__);
 		ctl_reply(d, j->job.conn, j->job.req_id, json);

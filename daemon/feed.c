@@ -765,13 +765,14 @@ static void feed_pending_flush(struct feed *f)
 			continue;
 		}
 		if (fib_rcfg_merges6(rc)) {
-			/* Its metric's merged route, whole: replaces the FIB's, or merges with it. */
+			/* Its metric's merged route, whole: replaces the FIB's, or merges. */
 			i = feed_gw6_of(v, n, rc->metric);
 			owned = i < n && feed_owns(f, rc, rc->metric);
 		} else if (rc->dst.a.family == AF_INET) {
-			/* In the place of a stale route of its metric (a replace takes the first). */
+			/* In a stale route's place (a replace takes the first of the metric). */
 			i = feed_first_of(v, n, rc->metric);
-			owned = i < n && !feed_pending_has(p, &v[i]) && feed_owns(f, rc, rc->metric);
+			owned = i < n && !feed_pending_has(p, &v[i]) &&
+				feed_owns(f, rc, rc->metric);
 		} else {
 			owned = false; /* an IPv6 replace may take another: after them, then */
 		}

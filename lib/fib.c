@@ -245,8 +245,8 @@ struct fib_edit {
 	void *pred_ctx;
 	/* IPv6 edits that change a route's paths (siblings merged or taken out). */
 	struct nh_table *nt;
-	struct nh *made;  /* the nexthop made for the route that went in (a reference) */
-	bool has_added;   /* del: a route went in (what is left of the one taken out) */
+	struct nh *made; /* the nexthop made for the route that went in (a reference) */
+	bool has_added;  /* del: a route went in (what is left of the one taken out) */
 };
 
 /* Where a route of @metric goes: after those with a lower metric. */
@@ -442,8 +442,8 @@ bool fib_route_merges6(const struct fib_route *r)
 
 bool fib_rcfg_merges6(const struct fib_rcfg *rc)
 {
-	if (rc->dst.a.family != AF_INET6 || (rc->type && rc->type != FIB_RT_UNICAST) ||
-	    rc->nh_id || !rc->n_paths)
+	if (rc->dst.a.family != AF_INET6 || (rc->type && rc->type != FIB_RT_UNICAST) || rc->nh_id ||
+	    !rc->n_paths)
 		return false;
 	for (unsigned int i = 0; i < rc->n_paths; i++) {
 		if (!rc->paths[i].gw_family)
@@ -583,7 +583,8 @@ static bool fib6_del_paths(const struct fib_rcfg *rc, const struct nh_info *info
 		unsigned int j;
 
 		for (j = 0; j < info->n; j++) {
-			if (!(*drop & (1ull << j)) && fib6_path_match(&rc->paths[i], &info->path[j]))
+			if (!(*drop & (1ull << j)) &&
+			    fib6_path_match(&rc->paths[i], &info->path[j]))
 				break;
 		}
 		if (j == info->n)
@@ -689,8 +690,10 @@ static int fib6_rcfg_check_paths(const struct fib_rcfg *rc, struct errbuf *err)
 {
 	for (unsigned int i = 0; rc->n_paths > 1 && i < rc->n_paths; i++) {
 		if (!rc->paths[i].gw_family) {
-			err_set(err, "nexthop %u: an IPv6 multipath route needs a gateway in "
-				     "every nexthop", i + 1);
+			err_set(err,
+				"nexthop %u: an IPv6 multipath route needs a gateway in "
+				"every nexthop",
+				i + 1);
 			return -EINVAL;
 		}
 		for (unsigned int j = 0; j < i; j++) {
@@ -814,8 +817,8 @@ static int fib_route_add_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 		.proto = rc->proto,
 		.scope = rc->scope,
 	};
-	ret = fib_table_edit(tb, &rc->dst,
-			     rc->dst.a.family == AF_INET6 ? fib6_add_fn : fib_add_fn, &ed);
+	ret = fib_table_edit(tb, &rc->dst, rc->dst.a.family == AF_INET6 ? fib6_add_fn : fib_add_fn,
+			     &ed);
 	if (ed.made && ret) {
 		nh_put(f->nt, ed.made); /* the trie refused the merged route after all */
 	} else if (ed.made) {
@@ -872,8 +875,8 @@ static int fib_route_del_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 	ed.rc = rc;
 	ed.err = err;
 	ed.nt = f->nt;
-	ret = fib_table_edit(tb, &rc->dst,
-			     rc->dst.a.family == AF_INET6 ? fib6_del_fn : fib_del_fn, &ed);
+	ret = fib_table_edit(tb, &rc->dst, rc->dst.a.family == AF_INET6 ? fib6_del_fn : fib_del_fn,
+			     &ed);
 	if (ret) {
 		if (ed.made)
 			nh_put(f->nt, ed.made);

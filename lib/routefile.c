@@ -558,7 +558,9 @@ struct rf_attrs {
 	bool multipath;       /* a 'nexthop' came: via/dev/weight/onlink are a nexthop's */
 	bool own_path;        /* the route's own via/dev/onlink made paths[0] */
 	struct rf_tok type_tok, nh_tok, last;
-	/* Per path: where its gateway was, and whether 'via inet6' said its family. */
+	/* Per path: where its 'nexthop' and gateway were, and whether 'via inet6' said its family.
+	 */
+	const char *nh_at[NH_MAX_PATHS];
 	const char *gw_at[NH_MAX_PATHS];
 	bool gw_named[NH_MAX_PATHS];
 };
@@ -753,6 +755,7 @@ static int rf_attr_nexthop(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 		return ret;
 	if (op->n_paths == NH_MAX_PATHS)
 		return rf_fail(pp, kw->s, "more than %u nexthops", NH_MAX_PATHS);
+	a->nh_at[op->n_paths] = kw->s;
 	rf_path_init(&pp->paths[op->n_paths++]);
 	a->multipath = true;
 	a->nh_seen = 0;
@@ -869,6 +872,28 @@ static int rf_check_gateways(struct rf_parser *pp, const struct rf_attrs *a, str
 	return 0;
 }
 
+/*
+ * An IPv6 multipath route is one gateway route per nexthop to the kernel
+ * (siblings): it refuses a nexthop without a gateway, or one given twice.
+ */
+static int rf_check_siblings(struct rf_parser *pp, const struct rf_attrs *a, struct rf_op *op)
+{
+	if (op->family != AF_INET6 || !a->multipath)
+		return 0;
+	for (unsigned int i = 0; i < op->n_paths; i++) {
+		if (!pp->paths[i].gw_family)
+			return rf_fail(pp, a->nh_at[i],
+				       "an IPv6 'nexthop' needs 'via' (the kernel refuses "
+				       "device-only nexthops in an IPv6 multipath route)");
+		for (unsigned int j = 0; j < i; j++) {
+			if (nh_path_same(&pp->paths[i], &pp->paths[j]))
+				return rf_fail(pp, a->nh_at[i], "the same 'nexthop' as nexthop %u",
+					       j + 1);
+		}
+	}
+	return 0;
+}
+
 /* What a whole line must make sense as: its family, gateways, and type. */
 static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op)
 {
@@ -889,6 +914,9 @@ static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 	if (op->n_paths && !pp->paths[op->n_paths - 1].gw_family &&
 	    !pp->paths[op->n_paths - 1].ifindex)
 		return rf_fail(pp, end.s, "expected 'via' or 'dev' for 'onlink'");
+	ret = rf_check_siblings(pp, a, op);
+	if (ret)
+		return ret;
 	if (op->type >= FIB_RT_BLACKHOLE && (op->n_paths || (op->kind & RF_OP_NHID)))
 		return rf_fail(pp, a->type_tok.s, "a %.*s route takes no 'via', 'dev' or nexthop",
 			       RF_TOK(&a->type_tok));

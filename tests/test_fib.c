@@ -1410,7 +1410,7 @@ static void test_fib6_random_edits_match_the_kernel_model(void **state)
 		"::/0", "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1:1::/64", "2001:db8:2::/48",
 	};
 	static const unsigned int flag_sets[] = {
-		FIB_F_CREATE | FIB_F_EXCL, FIB_F_CREATE, FIB_F_CREATE | FIB_F_APPEND,
+		FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
 		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE,
 	};
 	struct fib *f = *state;

@@ -16,7 +16,8 @@
  *   ATTR  via [inet|inet6] GW | dev|oif IF | metric|preference|priority N |
  *         table ID|main|local|default | proto NAME|N | scope NAME|N |
  *         onlink | nhid ID | nexthop via GW [dev IF] [weight 1..256]
- *         [onlink] (repeated: a multipath route)
+ *         [onlink] (repeated: a multipath route; an IPv6 one needs 'via'
+ *         in every nexthop and no nexthop twice, as the kernel's siblings)
  * An IPv4 route may have an IPv6 gateway only as "via inet6 GW" (RFC
  * 5549). Attributes this FIB does not model (src, mtu, realm, ...) are
  * errors rather than silently dropped.

@@ -493,6 +493,13 @@ static void rf_path_init(struct nh_path *path)
 }
 
 /* PREFIX [GATEWAY] [dev IF]: an add; with neither gateway nor device, a blackhole. */
+/* An IPv6 add of metric 0 gets the kernel's 1024 (ip6_route_info_create), given or not. */
+static void rf_metric6(struct rf_op *op)
+{
+	if (op->family == AF_INET6 && !(op->kind & RF_OP_DEL) && !op->metric)
+		op->metric = ROUTEFILE_METRIC6;
+}
+
 static int rf_parse_plain(struct rf_parser *pp, const struct rf_tok *first, struct rf_op *op)
 {
 	struct nh_path *path = &pp->paths[0];
@@ -532,6 +539,7 @@ static int rf_parse_plain(struct rf_parser *pp, const struct rf_tok *first, stru
 done:
 	if (!op->family)
 		op->family = op->n_paths && path->gw_family ? path->gw_family : AF_INET;
+	rf_metric6(op);
 	return 0;
 }
 
@@ -911,6 +919,7 @@ static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 	ret = rf_check_gateways(pp, a, op);
 	if (ret || (op->kind & RF_OP_DEL))
 		return ret;
+	rf_metric6(op);
 	if (op->n_paths && !pp->paths[op->n_paths - 1].gw_family &&
 	    !pp->paths[op->n_paths - 1].ifindex)
 		return rf_fail(pp, end.s, "expected 'via' or 'dev' for 'onlink'");

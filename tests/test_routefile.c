@@ -552,6 +552,32 @@ static void test_routefile_ipv4_parser_agrees_with_inet_pton(void **state)
 	}
 }
 
+/* As the kernel gives them to `ip -6 route add`: metric 0 or none is 1024, for adds only. */
+static void test_routefile_ipv6_adds_without_a_metric_get_1024(void **state)
+{
+	struct routefile_route r;
+	struct fib *f = *state;
+	char *dump;
+
+	parse_ok("route add 2001:db8::/32 via fe80::1 dev lo", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route replace 2001:db8::/32 via fe80::1 dev lo metric 0", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route add blackhole default", AF_INET6, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route append 2001:db8::/32 via fe80::1 dev lo metric 7", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 7);
+	parse_ok("route del 2001:db8::/32", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 0); /* any */
+	parse_ok("route add 10.0.0.0/8 via 192.0.2.1", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 0);
+	apply_ok(f, "2001:db8:9::/48 2001:db8::1\n");
+	dump = fib_dump(f);
+	assert_string_equal(dump, "table 254 2001:db8:9::/48 via 2001:db8::1 proto 3 metric 1024 "
+				  "scope 0\n");
+	free(dump);
+}
+
 static void test_routefile_plain_lines_are_prefix_gateway_dev(void **state)
 {
 	struct routefile *rf = rf_from("10.0.0.0/8\n"
@@ -1291,6 +1317,7 @@ int main(void)
 		T(test_routefile_errors_name_the_column_and_what_was_expected),
 		T(test_routefile_ipv4_parser_agrees_with_inet_pton),
 		T(test_routefile_plain_lines_are_prefix_gateway_dev),
+		T(test_routefile_ipv6_adds_without_a_metric_get_1024),
 		T(test_routefile_auto_format_decides_per_line),
 		T(test_routefile_one_bad_line_applies_nothing),
 		T(test_routefile_skip_bad_lines_applies_the_rest_and_reports_each),

@@ -552,6 +552,36 @@ test_an_ipv6_multipath_route_file_applies_as_ip_batch_does()
 	converge_ordered k --within=2001:db8:60::/44
 }
 
+test_ipv6_routes_added_without_a_metric_get_1024_as_from_ip()
+{
+	local s f
+	ns_new
+	k_start k '{"enabled":false}'
+	s=$(d_sock k)
+	# A route file (no metric, metric 0), the route-add RPC, lcfibctl: as ip -6 route add.
+	f=$T/metric.routes
+	printf '%s\n' "route add 2001:db8:70::/48 via 2001:db8:ff::2 dev v0" \
+		"route add 2001:db8:71::/48 via 2001:db8:ff::2 dev v0 metric 0" \
+		"route add blackhole 2001:db8:72::/48" >"$f"
+	in_ns ip -6 -batch "$f" || fail "ip -6 -batch $f"
+	ctl "$s" rpc "{\"lcfib:load\":{\"path\":\"$f\"}}" >/dev/null || fail "lcfibd did not load $f"
+	in_ns ip -6 route add 2001:db8:73::/48 via 2001:db8:ff::3 dev v0
+	ctl "$s" rpc '{"lcfib:route-add":{"prefix":"2001:db8:73::/48",
+		"nexthop":[{"gateway":"2001:db8:ff::3","interface":"v0"}]}}' >/dev/null ||
+		fail "route-add"
+	if have_cli; then
+		in_ns ip -6 route add 2001:db8:74::/48 via 2001:db8:ff::4 dev v0
+		cli "$s" route add 2001:db8:74::/48 via 2001:db8:ff::4 dev v0 ||
+			fail "lcfibctl route add"
+	fi
+	converge_ordered k --within=2001:db8:70::/45
+	# A delete without a metric takes any metric, in both.
+	in_ns ip -6 route del 2001:db8:70::/48
+	ctl "$s" rpc '{"lcfib:route-delete":{"prefix":"2001:db8:70::/48"}}' >/dev/null ||
+		fail "route-delete without a metric"
+	converge_ordered k --within=2001:db8:70::/45
+}
+
 t_run test_the_full_table_from_ip_batch_is_mirrored_and_lookups_agree
 t_run test_a_replaced_route_is_replaced_and_a_deleted_one_goes
 t_run test_multipath_routes_are_mirrored_with_their_weights
@@ -568,4 +598,5 @@ t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored
 t_run test_routes_appended_to_one_prefix_are_all_mirrored
 t_run test_ipv6_multipath_from_add_and_append_is_mirrored_in_the_kernels_order
 t_run test_an_ipv6_multipath_route_file_applies_as_ip_batch_does
+t_run test_ipv6_routes_added_without_a_metric_get_1024_as_from_ip
 t_summary

@@ -354,14 +354,16 @@ static void feed_key_of(struct feed_key *k, const struct fib_rcfg *rc)
  * IPv4 keeps every route of a (table, prefix, metric) apart; so does IPv6
  * for routes without a gateway (fe80::/64 on every link). But IPv6 merges
  * gateway routes of one prefix and metric into one multipath route (its
- * "siblings"): an add, prepend or append of a gateway to a prefix that has
- * one is announced as the whole merged route (RTA_MULTIPATH, CREATE or
- * CREATE|APPEND), and `ip -6 route del PREFIX via GW` of one sibling as an
- * RTM_DELROUTE of that gateway alone; deleting several siblings sends one
- * RTM_DELROUTE per sibling, deleting the prefix one with the remaining
- * ones. The mirror therefore swaps an IPv6 prefix's gateway route for the
- * one announced (feed_route6_merge) and takes a sibling's gateway out of
- * it (feed_route6_unmerge).
+ * "siblings"), and so does the FIB (fib_route_add()): an add, prepend or
+ * append of a gateway to a prefix that has one is announced as the whole
+ * merged route (RTA_MULTIPATH, CREATE or CREATE|APPEND), the new sibling
+ * first and the others after it, while `ip -6 route` lists the new one
+ * last; `ip -6 route del PREFIX via GW` of one sibling comes as an
+ * RTM_DELROUTE of that gateway alone, which the FIB's delete takes out
+ * of the route as the kernel does. So an announced IPv6 gateway route
+ * that holds the FIB's route of its metric and more adds just the new
+ * paths, which the FIB puts last, as the kernel does (feed_route6_add);
+ * one that differs otherwise (zebra sends whole routes) replaces it.
  *
  * Events apply with their own flags, except that an add (CREATE|EXCL)
  * replaces what the mirror may still hold of the prefix and metric. A
@@ -377,28 +379,18 @@ static unsigned int feed_add_flags(unsigned int nl)
 	return FIB_F_CREATE | FIB_F_REPLACE;
 }
 
+/* Whether @a and @b are the same path: gateway, device, weight and flags. */
 static bool feed_path_eq(const struct nh_path *a, const struct nh_path *b)
 {
-	if (a->ifindex != b->ifindex || a->gw_family != b->gw_family)
-		return false;
-	if (a->gw_family == AF_INET)
-		return a->gw.v4.s_addr == b->gw.v4.s_addr;
-	if (a->gw_family == AF_INET6)
-		return memcmp(&a->gw.v6, &b->gw.v6, sizeof(a->gw.v6)) == 0;
-	return true;
+	return nh_path_same(a, b) && (a->weight ? a->weight : 1) == (b->weight ? b->weight : 1) &&
+	       a->flags == b->flags;
 }
 
-/* Whether @p is one of @n @paths (gateway and device; weights apart). */
-static bool feed_path_in(const struct nh_path *p, const struct nh_path *paths, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		if (feed_path_eq(p, &paths[i]))
-			return true;
-	}
-	return false;
-}
-
-/* Whether the FIB's route @r is @rc: type, protocol, scope, metric and nexthop, weights too. */
+/*
+ * Whether the FIB's route @r is @rc: type, protocol, scope, metric and
+ * nexthop, its paths in order (a dump fixes a multipath route's order),
+ * weights too.
+ */
 static bool feed_route_is(const struct fib_route *r, const struct fib_rcfg *rc)
 {
 	const struct nh_info *info;
@@ -416,28 +408,7 @@ static bool feed_route_is(const struct fib_route *r, const struct fib_rcfg *rc)
 	if (info->n != rc->n_paths)
 		return false;
 	for (unsigned int i = 0; i < rc->n_paths; i++) {
-		unsigned int j;
-
-		for (j = 0; j < info->n; j++) {
-			if (feed_path_eq(&rc->paths[i], &info->path[j]) &&
-			    rc->paths[i].weight == info->path[j].weight &&
-			    rc->paths[i].flags == info->path[j].flags)
-				break;
-		}
-		if (j == info->n)
-			return false;
-	}
-	return true;
-}
-
-/* Whether @rc is an IPv6 route the kernel merges with others: unicast, through gateways only. */
-static bool feed_is_gw6(const struct fib_rcfg *rc)
-{
-	if (rc->dst.a.family != AF_INET6 || rc->nh_id || !rc->n_paths ||
-	    (rc->type && rc->type != FIB_RT_UNICAST))
-		return false;
-	for (unsigned int i = 0; i < rc->n_paths; i++) {
-		if (rc->paths[i].gw_family == AF_UNSPEC)
+		if (!feed_path_eq(&rc->paths[i], &info->path[i]))
 			return false;
 	}
 	return true;
@@ -469,7 +440,7 @@ static void feed_rcfg_of(struct fib_rcfg *rc, const struct fib_rcfg *like,
 	rc->proto = r->proto;
 	rc->scope = r->scope;
 	rc->metric = r->metric;
-	rc->flags = FIB_F_EXACT_METRIC;
+	rc->flags = FIB_F_EXACT_METRIC | FIB_F_EXACT;
 	if (r->nh && r->nh->id) {
 		rc->nh_id = r->nh->id;
 	} else if (r->nh) {
@@ -479,6 +450,16 @@ static void feed_rcfg_of(struct fib_rcfg *rc, const struct fib_rcfg *like,
 			paths[i].member = NULL;
 		rc->paths = paths;
 	}
+}
+
+/* Marks @rc's key as announced in this generation. */
+static void feed_mark(struct feed *f, const struct fib_rcfg *rc)
+{
+	struct feed_key k;
+
+	feed_key_of(&k, rc);
+	if (feed_set_mark(&f->set, &k, f->gen))
+		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
 }
 
 static void feed_applied(struct feed *f)
@@ -543,11 +524,10 @@ static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struc
  * changes a route's protocol alone). Returns
  * fib_route_add()'s result.
  */
-static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags, bool quiet)
+static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags)
 {
 	struct fib_route v[TRIE_LEAF_MAX];
 	bool changed = true;
-	struct feed_key k;
 	struct errbuf err;
 	unsigned int n, i;
 	int ret;
@@ -560,25 +540,21 @@ static int feed_fib_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags,
 			ret = feed_fib_add_once(f, rc, FIB_F_CREATE | (flags & FIB_F_APPEND),
 						&changed, &err);
 	}
-	feed_key_of(&k, rc);
-	if (ret == -EEXIST && !(flags & FIB_F_EXCL) && !quiet) {
+	if (ret == -EEXIST && !(flags & FIB_F_EXCL)) {
 		/*
 		 * The very route is there: announced again, as zebra's replay
 		 * does with IPv6 routes, which it adds without NLM_F_REPLACE.
 		 * It stays, and counts as announced in this generation.
 		 */
-		if (feed_set_mark(&f->set, &k, f->gen))
-			feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+		feed_mark(f, rc);
 		feed_inc(&f->skipped, 1);
 		return 0;
 	}
 	if (ret) {
-		if (!quiet)
-			feed_refused(f, &err);
+		feed_refused(f, &err);
 		return ret;
 	}
-	if (feed_set_mark(&f->set, &k, f->gen))
-		feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
+	feed_mark(f, rc);
 	feed_applied(f);
 	return 0;
 }
@@ -601,32 +577,6 @@ static int feed_fib_del(struct feed *f, const struct fib_rcfg *like, const struc
 	return 0;
 }
 
-/*
- * Puts @rc in the place of the FIB's route @old (same prefix and metric)
- * without a moment where the prefix has neither: a replace when @old is
- * the first of its metric (what a replace takes out), else @rc added
- * after the others, then @old deleted if it is still there.
- */
-static int feed_swap(struct feed *f, struct fib_rcfg *rc, const struct fib_route *old,
-		     bool old_first)
-{
-	struct fib_route v[TRIE_LEAF_MAX];
-	unsigned int n, i;
-	int ret;
-
-	if (old_first)
-		return feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE, false);
-	ret = feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
-	if (ret)
-		return ret;
-	n = feed_view(f, rc, v);
-	for (i = 0; i < n && memcmp(&v[i], old, sizeof(*old)); i++)
-		;
-	if (i < n)
-		feed_fib_del(f, rc, old);
-	return 0;
-}
-
 /* The index in @v of the first route of @metric, or @n. */
 static unsigned int feed_first_of(const struct fib_route *v, unsigned int n, uint32_t metric)
 {
@@ -637,97 +587,98 @@ static unsigned int feed_first_of(const struct fib_route *v, unsigned int n, uin
 	return i;
 }
 
-/* The index in @v of @rc's prefix's IPv6 gateway route of @rc's metric, or @n. */
-static unsigned int feed_gw6_of(const struct fib_route *v, unsigned int n,
-				const struct fib_rcfg *rc)
+/* The index in @v of the IPv6 route of @metric that gateway routes merge into, or @n. */
+static unsigned int feed_gw6_of(const struct fib_route *v, unsigned int n, uint32_t metric)
 {
 	for (unsigned int i = 0; i < n; i++) {
-		struct nh_path paths[NH_MAX_PATHS];
-		struct fib_rcfg have;
-
-		if (v[i].metric != rc->metric)
-			continue;
-		feed_rcfg_of(&have, rc, &v[i], paths);
-		if (feed_is_gw6(&have))
+		if (v[i].metric == metric && fib_route_merges6(&v[i]))
 			return i;
 	}
 	return n;
 }
 
 /*
- * An IPv6 gateway route announced other than by a replace: it is the
- * whole of its prefix and metric's gateway route, which the kernel merged.
- * Returns whether it was applied here.
+ * When @rc holds every path of the FIB's route @r as it is (weight and
+ * flags), with @r's protocol and scope: the number of its other paths,
+ * copied to @add in their order. Otherwise -1.
  */
-static bool feed_route6_merge(struct feed *f, struct fib_rcfg *rc)
+static int feed_paths_beyond(const struct fib_route *r, const struct fib_rcfg *rc,
+			     struct nh_path *add)
 {
-	struct fib_route v[TRIE_LEAF_MAX];
-	unsigned int n = feed_view(f, rc, v), i = feed_gw6_of(v, n, rc);
+	const struct nh_info *info = r->nh->info;
+	unsigned int k = 0, held = 0;
 
-	if (i == n)
-		return false;
-	if (feed_route_is(&v[i], rc)) {
-		/* Announced again (zebra's replay): it stays, marked as announced. */
-		struct feed_key k;
+	if (r->proto != rc->proto || r->scope != rc->scope)
+		return -1;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		unsigned int j = 0;
 
-		feed_key_of(&k, rc);
-		if (feed_set_mark(&f->set, &k, f->gen))
-			feed_error(f, &f->apply_errors, "out of memory for the feed's route set");
-		feed_inc(&f->skipped, 1);
-	} else
-		feed_swap(f, rc, &v[i], feed_first_of(v, n, rc->metric) == i);
-	return true;
+		while (j < info->n && !nh_path_same(&rc->paths[i], &info->path[j]))
+			j++;
+		if (j == info->n)
+			add[k++] = rc->paths[i];
+		else if (!feed_path_eq(&rc->paths[i], &info->path[j]))
+			return -1;
+		else
+			held++;
+	}
+	return held == info->n ? (int)k : -1;
 }
 
 /*
- * An IPv6 delete of gateways the mirror holds as paths of a merged route
- * (siblings deleted one by one): the route loses them, or goes when none
- * is left. Returns 0, or -ESRCH when no such path is held.
+ * An IPv6 gateway route announced other than by a replace: the whole of
+ * its prefix and metric's merged route. When it holds the FIB's route
+ * and more, the new paths are added: the FIB merges them last, where
+ * `ip -6 route` lists them (the kernel's message lists the new sibling
+ * first). Held already, it was announced again (zebra's replay); any
+ * other difference (zebra sends whole routes) replaces the FIB's route.
  */
-static int feed_route6_unmerge(struct feed *f, const struct fib_rcfg *del)
+static void feed_route6_add(struct feed *f, struct fib_rcfg *rc, unsigned int flags)
 {
-	struct nh_path have_paths[NH_MAX_PATHS], left[NH_MAX_PATHS];
 	struct fib_route v[TRIE_LEAF_MAX];
-	unsigned int n = feed_view(f, del, v), i, k = 0;
-	struct fib_rcfg have;
+	struct nh_path add[NH_MAX_PATHS];
+	unsigned int n = feed_view(f, rc, v), i = feed_gw6_of(v, n, rc->metric);
+	struct fib_rcfg more;
+	int k;
 
-	if (!feed_is_gw6(del) || !del->metric)
-		return -ESRCH;
-	i = feed_gw6_of(v, n, del);
-	if (i == n)
-		return -ESRCH;
-	feed_rcfg_of(&have, del, &v[i], have_paths);
-	for (unsigned int j = 0; j < have.n_paths; j++) {
-		if (!feed_path_in(&have.paths[j], del->paths, del->n_paths))
-			left[k++] = have.paths[j];
+	if (i == n) {
+		feed_fib_add(f, rc, flags);
+		return;
 	}
-	if (k == have.n_paths)
-		return -ESRCH;
-	if (!k)
-		return feed_fib_del(f, del, &v[i]);
-	have.paths = left;
-	have.n_paths = k;
-	have.flags = 0;
-	return feed_swap(f, &have, &v[i], feed_first_of(v, n, del->metric) == i);
+	k = feed_paths_beyond(&v[i], rc, add);
+	if (k == 0) {
+		feed_mark(f, rc);
+		feed_inc(&f->skipped, 1);
+		return;
+	}
+	if (k < 0) {
+		feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_REPLACE);
+		return;
+	}
+	more = *rc;
+	more.paths = add;
+	more.n_paths = (unsigned int)k;
+	feed_fib_add(f, &more, FIB_F_CREATE | FIB_F_APPEND);
 }
 
 static void feed_route_add(struct feed *f, struct rtnl_route *r)
 {
 	unsigned int flags = feed_add_flags(r->rc.flags);
 
-	if (!(flags & FIB_F_REPLACE) && feed_is_gw6(&r->rc) && feed_route6_merge(f, &r->rc))
-		return;
-	feed_fib_add(f, &r->rc, flags, false);
+	if (!(flags & FIB_F_REPLACE) && fib_rcfg_merges6(&r->rc))
+		feed_route6_add(f, &r->rc, flags);
+	else
+		feed_fib_add(f, &r->rc, flags);
 }
 
+/* A delete as the kernel announced it: an IPv6 sibling's takes its path out of the route. */
 static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *err)
 {
+	struct fib_undo u;
 	int ret;
 
 	r->rc.flags = 0;
-	ret = fib_route_del(f->d->fib, &r->rc, err);
-	if (ret == -ESRCH && feed_route6_unmerge(f, &r->rc) == 0)
-		return;
+	ret = fib_route_del_undo(f->d->fib, &r->rc, &u, err);
 	if (ret == -ESRCH) {
 		/* Already gone (a flush, a sweep, or a route we never had). */
 		feed_inc(&f->skipped, 1);
@@ -737,7 +688,10 @@ static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *
 		feed_refused(f, err);
 		return;
 	}
-	feed_dec(&f->routes, 1);
+	/* A route less, unless what is left of it went back in. */
+	if (!u.has_added)
+		feed_dec(&f->routes, 1);
+	fib_undo_release(f->d->fib, &u);
 	feed_applied(f);
 }
 
@@ -795,6 +749,7 @@ static void feed_pending_flush(struct feed *f)
 	struct feed_pending *p = f->pending;
 	struct fib_route v[TRIE_LEAF_MAX];
 	unsigned int n, i;
+	bool owned;
 
 	if (!p || !p->n)
 		return;
@@ -806,19 +761,22 @@ static void feed_pending_flush(struct feed *f)
 		for (i = 0; i < n && !feed_route_is(&v[i], rc); i++)
 			;
 		if (i < n) {
-			struct feed_key k;
-
-			feed_key_of(&k, rc);
-			if (feed_set_mark(&f->set, &k, f->gen))
-				feed_error(f, &f->apply_errors,
-					   "out of memory for the feed's route set");
+			feed_mark(f, rc);
 			continue;
 		}
-		i = feed_first_of(v, n, rc->metric);
-		if (i < n && !feed_pending_has(p, &v[i]) && feed_owns(f, rc, rc->metric))
-			feed_swap(f, rc, &v[i], true);
-		else
-			feed_fib_add(f, rc, FIB_F_CREATE | FIB_F_APPEND, false);
+		if (fib_rcfg_merges6(rc)) {
+			/* Its metric's merged route, whole: replaces the FIB's, or merges. */
+			i = feed_gw6_of(v, n, rc->metric);
+			owned = i < n && feed_owns(f, rc, rc->metric);
+		} else if (rc->dst.a.family == AF_INET) {
+			/* In a stale route's place (a replace takes the first of the metric). */
+			i = feed_first_of(v, n, rc->metric);
+			owned = i < n && !feed_pending_has(p, &v[i]) &&
+				feed_owns(f, rc, rc->metric);
+		} else {
+			owned = false; /* an IPv6 replace may take another: after them, then */
+		}
+		feed_fib_add(f, rc, FIB_F_CREATE | (owned ? FIB_F_REPLACE : FIB_F_APPEND));
 	}
 	/* What the dump did not list goes; one at a time, the view changing with each. */
 	for (;;) {

@@ -586,11 +586,17 @@ bad:
 	return -1;
 }
 
-/* The family of "default": its first gateway's, else IPv4 (as iproute2 does). */
+/*
+ * The family to parse the prefix in: its own (AF_UNSPEC), but that of
+ * "default" is its first gateway's, else IPv4 (as iproute2 does). Not the
+ * gateway's for any prefix: an IPv6 delete or blackhole names none.
+ */
 static int rpc_default_family(const struct lyd_node *op)
 {
-	const char *gw = rpc_value(op, "nexthop[1]/gateway");
+	const char *p = rpc_value(op, "prefix"), *gw = rpc_value(op, "nexthop[1]/gateway");
 
+	if (p && strcmp(p, "default") != 0 && strcmp(p, "any") != 0 && strcmp(p, "all") != 0)
+		return AF_UNSPEC;
 	return gw && strchr(gw, ':') ? AF_INET6 : AF_INET;
 }
 
@@ -619,6 +625,9 @@ static int rpc_route_in(const struct lyd_node *op, bool del, struct routefile_ro
 	rc->proto = (uint8_t)rpc_u64(op, "protocol", del ? 0 : ROUTEFILE_PROTO_BOOT);
 	rc->scope = (uint8_t)rpc_u64(op, "scope", 0);
 	rc->metric = (uint32_t)rpc_u64(op, "metric", 0);
+	/* As the kernel gives it to `ip -6 route add`: 0 is 1024; a delete's 0 is any metric. */
+	if (!del && rc->dst.a.family == AF_INET6 && !rc->metric)
+		rc->metric = ROUTEFILE_METRIC6;
 	if (!del)
 		rc->flags = rpc_operation_flags(rpc_value(op, "operation"));
 	LY_LIST_FOR(lyd_child(op), nh)

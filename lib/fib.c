@@ -243,6 +243,10 @@ struct fib_edit {
 	struct errbuf *err;
 	bool (*pred)(void *ctx, const struct fib_route *r); /* filter edits */
 	void *pred_ctx;
+	/* IPv6 edits that change a route's paths (siblings merged or taken out). */
+	struct nh_table *nt;
+	struct nh *made; /* the nexthop made for the route that went in (a reference) */
+	bool has_added;  /* del: a route went in (what is left of the one taken out) */
 };
 
 /* Where a route of @metric goes: after those with a lower metric. */
@@ -265,6 +269,17 @@ static unsigned int fib_insert_at(const struct fib_route *old, unsigned int n, u
 	if (n > at)
 		memcpy(out + at + 1, old + at, (n - at) * sizeof(*out));
 	return n + 1;
+}
+
+/* @ed's route in the place of old[@i]: the edit takes that one out. */
+static int fib_put_at(struct fib_edit *ed, const struct fib_route *old, unsigned int n,
+		      struct fib_route *out, unsigned int i)
+{
+	memcpy(out, old, n * sizeof(*out));
+	ed->removed[ed->n_removed++] = old[i];
+	out[i] = ed->route;
+	ed->at = i;
+	return (int)n;
 }
 
 /*
@@ -295,15 +310,8 @@ static int fib_add_fn(void *ctx, const struct fib_route *old, unsigned int n, st
 			if (old[i].type == r->type && old[i].nh == r->nh)
 				match = &old[i];
 		}
-		if (flags & FIB_F_REPLACE) {
-			if (match)
-				return -EALREADY;
-			memcpy(out, old, n * sizeof(*out));
-			ed->removed[ed->n_removed++] = out[fa];
-			out[fa] = *r;
-			ed->at = fa;
-			return (int)n;
-		}
+		if (flags & FIB_F_REPLACE)
+			return match ? -EALREADY : fib_put_at(ed, old, n, out, fa);
 		if (match) {
 			err_set(ed->err, "an identical route exists");
 			return -EEXIST;
@@ -405,6 +413,257 @@ static int fib_filter_fn(void *ctx, const struct fib_route *old, unsigned int n,
 	return k == n ? -EALREADY : (int)k;
 }
 
+/* ------------------------------------------------ IPv6: siblings */
+
+/*
+ * IPv6 as the kernel keeps it (fib6_add_rt2node, ip6_route_del): there
+ * every route has one path, and the gateway routes of one prefix and
+ * metric are "siblings" that `ip -6 route` shows and lookups use as one
+ * multipath route, in the order they came. Here they are that one route:
+ * in the place of the first sibling, with its type, protocol and scope;
+ * a new sibling's paths go after the others, and a delete naming a
+ * gateway takes its path out. The kernel puts a new route after those of
+ * its metric whatever its flags (prepend appends).
+ */
+
+bool fib_route_merges6(const struct fib_route *r)
+{
+	const struct nh_info *info;
+
+	if (r->type != FIB_RT_UNICAST || !r->nh || r->nh->id)
+		return false;
+	info = nh_info_rcu(r->nh);
+	for (unsigned int i = 0; i < info->n; i++) {
+		if (!info->path[i].gw_family)
+			return false;
+	}
+	return true;
+}
+
+bool fib_rcfg_merges6(const struct fib_rcfg *rc)
+{
+	if (rc->dst.a.family != AF_INET6 || (rc->type && rc->type != FIB_RT_UNICAST) || rc->nh_id ||
+	    !rc->n_paths)
+		return false;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		if (!rc->paths[i].gw_family)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Whether @a and @b have a nexthop in common, as rt6_duplicate_nexthop()
+ * compares the kernel's one-path routes: a path of the same gateway and
+ * device, or the same object; routes without a nexthop (blackhole,
+ * unreachable, prohibit, throw) all go through "dev lo" there, and clash.
+ */
+static bool fib6_dup(const struct fib_route *a, const struct fib_route *b)
+{
+	const struct nh_info *ia, *ib;
+
+	if ((a->nh && a->nh->id) || (b->nh && b->nh->id))
+		return a->nh == b->nh;
+	if (!a->nh || !b->nh)
+		return !a->nh && !b->nh;
+	ia = a->nh->info;
+	ib = b->nh->info;
+	for (unsigned int i = 0; i < ia->n; i++) {
+		for (unsigned int j = 0; j < ib->n; j++) {
+			if (nh_path_same(&ia->path[i], &ib->path[j]))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* old[@i] with @ed's route's paths after its own: one multipath route. */
+static int fib6_merge(struct fib_edit *ed, const struct fib_route *old, unsigned int n,
+		      struct fib_route *out, unsigned int i)
+{
+	const struct nh_info *have = old[i].nh->info, *add = ed->route.nh->info;
+	struct nh_path paths[NH_MAX_PATHS];
+	struct nh *nh;
+	int ret;
+
+	if (have->n + add->n > NH_MAX_PATHS) {
+		err_set(ed->err, "the multipath route would have more than %u nexthops",
+			NH_MAX_PATHS);
+		return -ENOSPC;
+	}
+	memcpy(paths, have->path, have->n * sizeof(paths[0]));
+	memcpy(paths + have->n, add->path, add->n * sizeof(paths[0]));
+	nh = nh_get_paths(ed->nt, paths, have->n + add->n, &ret, ed->err);
+	if (!nh)
+		return ret;
+	ed->made = nh;
+	ed->route = old[i];
+	ed->route.nh = nh;
+	return fib_put_at(ed, old, n, out, i);
+}
+
+/* Where an IPv6 REPLACE goes in [@fa, @end): the first route that merges as @r does, else @fa. */
+static unsigned int fib6_replace_at(const struct fib_route *old, unsigned int fa, unsigned int end,
+				    const struct fib_route *r)
+{
+	bool merges = fib_route_merges6(r);
+
+	for (unsigned int i = fa; i < end; i++) {
+		if (fib_route_merges6(&old[i]) == merges)
+			return i;
+	}
+	return fa;
+}
+
+/* fib6_add_rt2node on one prefix's routes (see fib_route_add()). */
+static int fib6_add_fn(void *ctx, const struct fib_route *old, unsigned int n,
+		       struct fib_route *out, unsigned int cap)
+{
+	struct fib_edit *ed = ctx;
+	const struct fib_route *r = &ed->route;
+	unsigned int flags = ed->rc->flags;
+	unsigned int fa = fib_metric_pos(old, n, r->metric), end = fa, i;
+
+	while (end < n && old[end].metric == r->metric)
+		end++;
+	if ((flags & FIB_F_REPLACE) && fa < end) {
+		i = fib6_replace_at(old, fa, end, r);
+		if (old[i].type == r->type && old[i].nh == r->nh)
+			return -EALREADY;
+		return fib_put_at(ed, old, n, out, i);
+	}
+	if (fa < end && (flags & FIB_F_EXCL)) {
+		err_set(ed->err, "route exists");
+		return -EEXIST;
+	}
+	for (i = fa; i < end; i++) {
+		if (fib6_dup(&old[i], r)) {
+			err_set(ed->err, "a route of this metric has this nexthop already");
+			return -EEXIST;
+		}
+	}
+	if (!(flags & FIB_F_CREATE)) {
+		err_set(ed->err, "no such route (and no create flag)");
+		return -ENOENT;
+	}
+	for (i = fa; i < end && fib_route_merges6(r); i++) {
+		if (fib_route_merges6(&old[i]))
+			return fib6_merge(ed, old, n, out, i);
+	}
+	if (n >= cap) {
+		err_set(ed->err, "more than %u routes share this key", TRIE_LEAF_MAX);
+		return -ENOSPC;
+	}
+	ed->at = end;
+	return (int)fib_insert_at(old, n, end, r, out);
+}
+
+/* Whether path @want of a delete matches @have: what it names of gateway and device. */
+static bool fib6_path_match(const struct nh_path *want, const struct nh_path *have)
+{
+	struct nh_path w = *want;
+
+	if (!w.ifindex)
+		w.ifindex = have->ifindex;
+	if (!w.gw_family) {
+		w.gw_family = have->gw_family;
+		w.gw = have->gw;
+	}
+	return nh_path_same(&w, have);
+}
+
+/*
+ * Marks in *@drop the paths of @info that the paths @rc names take out,
+ * each its own; false when one of them finds none.
+ */
+static bool fib6_del_paths(const struct fib_rcfg *rc, const struct nh_info *info, uint64_t *drop)
+{
+	*drop = 0;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		unsigned int j;
+
+		for (j = 0; j < info->n; j++) {
+			if (!(*drop & (1ull << j)) &&
+			    fib6_path_match(&rc->paths[i], &info->path[j]))
+				break;
+		}
+		if (j == info->n)
+			return false;
+		*drop |= 1ull << j;
+	}
+	return true;
+}
+
+/* What is left of old[@i] once the paths in @drop are out: the route goes with its last path. */
+static int fib6_del_at(struct fib_edit *ed, const struct fib_route *old, unsigned int n,
+		       struct fib_route *out, unsigned int i, uint64_t drop)
+{
+	const struct nh_info *info = old[i].nh->info;
+	struct nh_path paths[NH_MAX_PATHS];
+	unsigned int k = 0;
+	struct nh *nh;
+	int ret;
+
+	for (unsigned int j = 0; j < info->n; j++) {
+		if (!(drop & (1ull << j)))
+			paths[k++] = info->path[j];
+	}
+	if (!k) {
+		ed->removed[ed->n_removed++] = old[i];
+		ed->at = i;
+		memcpy(out, old, i * sizeof(*out));
+		memcpy(out + i, old + i + 1, (n - i - 1) * sizeof(*out));
+		return (int)n - 1;
+	}
+	nh = nh_get_paths(ed->nt, paths, k, &ret, ed->err);
+	if (!nh)
+		return ret;
+	ed->made = nh;
+	ed->has_added = true;
+	ed->route = old[i];
+	ed->route.nh = nh;
+	return fib_put_at(ed, old, n, out, i);
+}
+
+/* Whether an IPv6 delete names gateways: it takes siblings out, not routes. */
+static bool fib6_del_by_gateway(const struct fib_rcfg *rc)
+{
+	if (rc->nh_id || !rc->n_paths || (rc->flags & FIB_F_EXACT))
+		return false;
+	for (unsigned int i = 0; i < rc->n_paths; i++) {
+		if (rc->paths[i].gw_family)
+			return true;
+	}
+	return false;
+}
+
+/* ip6_route_del on one prefix's routes (see fib_route_del()). */
+static int fib6_del_fn(void *ctx, const struct fib_route *old, unsigned int n,
+		       struct fib_route *out, unsigned int cap)
+{
+	struct fib_edit *ed = ctx;
+	const struct fib_rcfg *rc = ed->rc;
+	bool by_gw = fib6_del_by_gateway(rc);
+	uint64_t drop;
+
+	if (!by_gw && (rc->n_paths != 1 || (rc->flags & FIB_F_EXACT)))
+		return fib_del_fn(ctx, old, n, out, cap);
+	/* Gateways, or a device alone: a path through it marks its route. */
+	for (unsigned int i = 0; i < n; i++) {
+		struct fib_rcfg any = *rc;
+
+		any.n_paths = 0;
+		if (!old[i].nh || old[i].nh->id || !fib_del_match(&any, &old[i]) ||
+		    !fib6_del_paths(rc, old[i].nh->info, &drop))
+			continue;
+		if (!by_gw)
+			drop = ~0ull;
+		return fib6_del_at(ed, old, n, out, i, drop);
+	}
+	err_set(ed->err, "no such route");
+	return -ESRCH;
+}
+
 static int fib_table_edit(struct fib_table *tb, const struct addr_prefix *p, trie_edit_fn *fn,
 			  void *ctx)
 {
@@ -420,6 +679,31 @@ static void fib_release_removed(struct fib *f, struct fib_edit *ed)
 			nh_put(f->nt, ed->removed[i].nh);
 	}
 	ed->n_removed = 0;
+}
+
+/*
+ * An IPv6 multipath route is siblings to the kernel, each a gateway
+ * route: a path without a gateway is refused (as ip6_route_multipath_add
+ * does), and so is a path given twice (as ip6_route_info_append does).
+ */
+static int fib6_rcfg_check_paths(const struct fib_rcfg *rc, struct errbuf *err)
+{
+	for (unsigned int i = 0; rc->n_paths > 1 && i < rc->n_paths; i++) {
+		if (!rc->paths[i].gw_family) {
+			err_set(err,
+				"nexthop %u: an IPv6 multipath route needs a gateway in "
+				"every nexthop",
+				i + 1);
+			return -EINVAL;
+		}
+		for (unsigned int j = 0; j < i; j++) {
+			if (nh_path_same(&rc->paths[i], &rc->paths[j])) {
+				err_set(err, "nexthop %u: the same as nexthop %u", i + 1, j + 1);
+				return -EEXIST;
+			}
+		}
+	}
+	return 0;
 }
 
 /* Checks what a route add or delete names before anything changes. */
@@ -459,7 +743,7 @@ static int fib_rcfg_check(const struct fib_rcfg *rc, bool add, struct errbuf *er
 		err_set(err, "a unicast route needs a gateway, a device or a nexthop id");
 		return -EINVAL;
 	}
-	return 0;
+	return p->a.family == AF_INET6 ? fib6_rcfg_check_paths(rc, err) : 0;
 }
 
 /* Prefixes the message in @err with the route it is about. */
@@ -521,9 +805,10 @@ static int fib_route_add_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 		ret = -ENOMEM;
 		goto put_nh;
 	}
+	memset(&ed, 0, sizeof(ed));
 	ed.rc = rc;
 	ed.err = err;
-	ed.n_removed = 0;
+	ed.nt = f->nt;
 	ed.route = (struct fib_route){
 		.nh = nh,
 		.metric = rc->metric,
@@ -532,7 +817,16 @@ static int fib_route_add_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 		.proto = rc->proto,
 		.scope = rc->scope,
 	};
-	ret = fib_table_edit(tb, &rc->dst, fib_add_fn, &ed);
+	ret = fib_table_edit(tb, &rc->dst, rc->dst.a.family == AF_INET6 ? fib6_add_fn : fib_add_fn,
+			     &ed);
+	if (ed.made && ret) {
+		nh_put(f->nt, ed.made); /* the trie refused the merged route after all */
+	} else if (ed.made) {
+		/* The route merged: the trie holds the merged nexthop, not the one asked for. */
+		if (nh)
+			nh_put(f->nt, nh);
+		nh = NULL;
+	}
 	if (ret == -EALREADY) {
 		if (u)
 			*u = (struct fib_undo){ .dst = rc->dst, .table = table };
@@ -577,14 +871,19 @@ static int fib_route_del_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 		ret = -ESRCH;
 		goto out;
 	}
+	memset(&ed, 0, sizeof(ed));
 	ed.rc = rc;
 	ed.err = err;
-	ed.n_removed = 0;
-	ret = fib_table_edit(tb, &rc->dst, fib_del_fn, &ed);
-	if (ret)
+	ed.nt = f->nt;
+	ret = fib_table_edit(tb, &rc->dst, rc->dst.a.family == AF_INET6 ? fib6_del_fn : fib_del_fn,
+			     &ed);
+	if (ret) {
+		if (ed.made)
+			nh_put(f->nt, ed.made);
 		goto out;
+	}
 	if (u) {
-		fib_undo_record(u, rc, table, &ed, NULL);
+		fib_undo_record(u, rc, table, &ed, ed.has_added ? &ed.route : NULL);
 		ed.n_removed = 0;
 	}
 	fib_release_removed(f, &ed);

@@ -15,6 +15,7 @@
 #ifndef LCFIB_FIB_H
 #define LCFIB_FIB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,6 +36,12 @@
 #define FIB_F_APPEND  0x8
 /* Delete only: a zero metric matches metric 0 only, not any (netlink has no such flag). */
 #define FIB_F_EXACT_METRIC 0x100
+/*
+ * Delete only: the route whose nexthop is exactly the paths given (IPv4's
+ * rule), in either family: no IPv6 sibling goes alone, and a device names
+ * only a route of that one path (netlink has no such flag).
+ */
+#define FIB_F_EXACT 0x200
 
 #define FIB_TABLE_MAIN  254 /* RT_TABLE_MAIN */
 #define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
@@ -87,18 +94,49 @@ int fib_set_sync_mem(struct fib *f, uint64_t bytes);
 uint64_t fib_get_sync_mem(const struct fib *f);
 
 /*
- * Writer. Adds a route with netlink's semantics (those of IPv4's
- * fib_table_insert for both families): routes are identified by prefix
- * and metric; EXCL fails with -EEXIST on one, REPLACE replaces the first
- * (or creates with CREATE), APPEND adds after the routes of the same
- * metric, no flag adds before them; a duplicate of type and nexthop is
- * -EEXIST, and without CREATE a missing route is -ENOENT. Other errors:
- * -EINVAL (bad prefix, type, paths), -ENOENT (no nexthop object), -ENOSPC,
- * -ENOMEM. On error nothing changed and @err says why.
+ * Writer. Adds a route with netlink's semantics, those of the kernel of
+ * its family. Routes are identified by prefix and metric.
+ *
+ * IPv4 (fib_table_insert): EXCL fails with -EEXIST on a route of the
+ * metric, REPLACE replaces the first (or creates with CREATE), APPEND adds
+ * after the routes of the same metric, no flag adds before them; a
+ * duplicate of type and nexthop is -EEXIST.
+ *
+ * IPv6 (ip6_route_add, fib6_add_rt2node): a unicast route through
+ * anonymous gateways (fib_route_merges6()) merges with the prefix's route
+ * of its metric that is one too: its paths go after that route's
+ * ("siblings", one multipath route, which keeps its place, type, protocol
+ * and scope), whatever the flags but EXCL and REPLACE. Any other route
+ * goes after the routes of its metric, APPEND or not. EXCL fails with
+ * -EEXIST on a route of the metric; a route of the metric with a path of
+ * the new one (same gateway and device; or both without a nexthop, or the
+ * same nexthop object) is -EEXIST. REPLACE replaces the first route of the
+ * metric that merges as the new one does (else the first of the metric),
+ * a multipath route whole. A multipath route needs a gateway in every path
+ * (-EINVAL) and no path twice (-EEXIST).
+ *
+ * Both: without CREATE a missing route is -ENOENT; a REPLACE by the very
+ * route (type and nexthop) changes nothing. Other errors: -EINVAL (bad
+ * prefix, type, paths), -ENOENT (no nexthop object), -ENOSPC, -ENOMEM. On
+ * error nothing changed and @err says why.
  */
 int fib_route_add(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
-/* Writer. Deletes the first route that matches (see struct fib_rcfg); -ESRCH when none. */
+/*
+ * Writer. Deletes the first route that matches (see struct fib_rcfg);
+ * -ESRCH when none. IPv6 as ip6_route_del(): a delete that names gateways
+ * takes those paths out of the first route that holds them all (the route
+ * goes with its last path), and one that names only a device takes the
+ * first route with a path through it, whole (unless FIB_F_EXACT).
+ */
 int fib_route_del(struct fib *f, const struct fib_rcfg *rc, struct errbuf *err);
+/*
+ * Whether an IPv6 route merges with others of its prefix and metric into
+ * one multipath route (the kernel's rt6_qualify_for_ecmp): unicast,
+ * through anonymous paths that all have a gateway. Reader or writer.
+ */
+bool fib_route_merges6(const struct fib_route *r);
+/* The same for a route to add (@rc of either family: false for IPv4). */
+bool fib_rcfg_merges6(const struct fib_rcfg *rc);
 /*
  * What one route edit changed, so that it can be undone: route files apply
  * as one transaction. A record holds a reference to the nexthop of the

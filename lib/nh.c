@@ -288,6 +288,17 @@ nomem:
 	return NULL;
 }
 
+bool nh_path_same(const struct nh_path *a, const struct nh_path *b)
+{
+	if (a->ifindex != b->ifindex || a->gw_family != b->gw_family)
+		return false;
+	if (a->gw_family == AF_INET)
+		return a->gw.v4.s_addr == b->gw.v4.s_addr;
+	if (a->gw_family == AF_INET6)
+		return memcmp(&a->gw.v6, &b->gw.v6, sizeof(a->gw.v6)) == 0;
+	return true;
+}
+
 struct nh *nh_find_id(const struct nh_table *nt, uint32_t id)
 {
 	struct nh *nh = nt->by_id.bucket[nh_id_hash(id) & nt->by_id.mask];

@@ -18,6 +18,7 @@
 #define LCFIB_NH_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/err.h"
@@ -97,6 +98,12 @@ struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsign
 struct nh *nh_get_id(struct nh_table *nt, uint32_t id, int *ret, struct errbuf *err);
 /* Takes another reference. */
 void nh_hold(struct nh *nh);
+/*
+ * Whether @a and @b lead to the same place: the same gateway (family and
+ * address) and device; weights and flags apart (the kernel's
+ * rt6_duplicate_nexthop).
+ */
+bool nh_path_same(const struct nh_path *a, const struct nh_path *b);
 /* Drops a reference; the last one unlinks the nexthop and retires it. */
 void nh_put(struct nh_table *nt, struct nh *nh);
 

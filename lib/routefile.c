@@ -495,6 +495,13 @@ static void rf_path_init(struct nh_path *path)
 }
 
 /* PREFIX [GATEWAY] [dev IF]: an add; with neither gateway nor device, a blackhole. */
+/* An IPv6 add of metric 0 gets the kernel's 1024 (ip6_route_info_create), given or not. */
+static void rf_metric6(struct rf_op *op)
+{
+	if (op->family == AF_INET6 && !(op->kind & RF_OP_DEL) && !op->metric)
+		op->metric = ROUTEFILE_METRIC6;
+}
+
 static int rf_parse_plain(struct rf_parser *pp, const struct rf_tok *first, struct rf_op *op)
 {
 	struct nh_path *path = &pp->paths[0];
@@ -534,6 +541,7 @@ static int rf_parse_plain(struct rf_parser *pp, const struct rf_tok *first, stru
 done:
 	if (!op->family)
 		op->family = op->n_paths && path->gw_family ? path->gw_family : AF_INET;
+	rf_metric6(op);
 	return 0;
 }
 
@@ -560,7 +568,9 @@ struct rf_attrs {
 	bool multipath;       /* a 'nexthop' came: via/dev/weight/onlink are a nexthop's */
 	bool own_path;        /* the route's own via/dev/onlink made paths[0] */
 	struct rf_tok type_tok, nh_tok, last;
-	/* Per path: where its gateway was, and whether 'via inet6' said its family. */
+	/* Per path: where its 'nexthop' and gateway were, and whether 'via inet6' said its family.
+	 */
+	const char *nh_at[NH_MAX_PATHS];
 	const char *gw_at[NH_MAX_PATHS];
 	bool gw_named[NH_MAX_PATHS];
 };
@@ -755,6 +765,7 @@ static int rf_attr_nexthop(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 		return ret;
 	if (op->n_paths == NH_MAX_PATHS)
 		return rf_fail(pp, kw->s, "more than %u nexthops", NH_MAX_PATHS);
+	a->nh_at[op->n_paths] = kw->s;
 	rf_path_init(&pp->paths[op->n_paths++]);
 	a->multipath = true;
 	a->nh_seen = 0;
@@ -871,6 +882,28 @@ static int rf_check_gateways(struct rf_parser *pp, const struct rf_attrs *a, str
 	return 0;
 }
 
+/*
+ * An IPv6 multipath route is one gateway route per nexthop to the kernel
+ * (siblings): it refuses a nexthop without a gateway, or one given twice.
+ */
+static int rf_check_siblings(struct rf_parser *pp, const struct rf_attrs *a, struct rf_op *op)
+{
+	if (op->family != AF_INET6 || !a->multipath)
+		return 0;
+	for (unsigned int i = 0; i < op->n_paths; i++) {
+		if (!pp->paths[i].gw_family)
+			return rf_fail(pp, a->nh_at[i],
+				       "an IPv6 'nexthop' needs 'via' (the kernel refuses "
+				       "device-only nexthops in an IPv6 multipath route)");
+		for (unsigned int j = 0; j < i; j++) {
+			if (nh_path_same(&pp->paths[i], &pp->paths[j]))
+				return rf_fail(pp, a->nh_at[i], "the same 'nexthop' as nexthop %u",
+					       j + 1);
+		}
+	}
+	return 0;
+}
+
 /* What a whole line must make sense as: its family, gateways, and type. */
 static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op)
 {
@@ -888,9 +921,13 @@ static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 	ret = rf_check_gateways(pp, a, op);
 	if (ret || (op->kind & RF_OP_DEL))
 		return ret;
+	rf_metric6(op);
 	if (op->n_paths && !pp->paths[op->n_paths - 1].gw_family &&
 	    !pp->paths[op->n_paths - 1].ifindex)
 		return rf_fail(pp, end.s, "expected 'via' or 'dev' for 'onlink'");
+	ret = rf_check_siblings(pp, a, op);
+	if (ret)
+		return ret;
 	if (op->type >= FIB_RT_BLACKHOLE && (op->n_paths || (op->kind & RF_OP_NHID)))
 		return rf_fail(pp, a->type_tok.s, "a %.*s route takes no 'via', 'dev' or nexthop",
 			       RF_TOK(&a->type_tok));

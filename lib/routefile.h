@@ -16,7 +16,8 @@
  *   ATTR  via [inet|inet6] GW | dev|oif IF | metric|preference|priority N |
  *         table ID|main|local|default | proto NAME|N | scope NAME|N |
  *         onlink | nhid ID | nexthop via GW [dev IF] [weight 1..256]
- *         [onlink] (repeated: a multipath route)
+ *         [onlink] (repeated: a multipath route; an IPv6 one needs 'via'
+ *         in every nexthop and no nexthop twice, as the kernel's siblings)
  * An IPv4 route may have an IPv6 gateway only as "via inet6 GW" (RFC
  * 5549). Attributes this FIB does not model (src, mtu, realm, ...) are
  * errors rather than silently dropped.
@@ -27,8 +28,9 @@
  *
  * Both: '#' starts a comment that runs to the end of the line; blank lines
  * and CRLF line ends are fine; a route that names no proto gets "boot" (3),
- * as `ip route` gives it; deletes match what they name (see struct
- * fib_rcfg). In the auto format each line is batch if its first word is a
+ * as `ip route` gives it; an IPv6 route added with no metric (or metric 0)
+ * gets 1024, as the kernel gives it to `ip -6 route add`; deletes match
+ * what they name (see struct fib_rcfg), no metric any. In the auto format each line is batch if its first word is a
  * command word (ip, route, -4, -6, or a CMD), else plain.
  *
  * Threads: a struct routefile belongs to one thread at a time;
@@ -51,6 +53,7 @@
 #define ROUTEFILE_BULK_OPS   4096   /* loads of more ops run in bulk mode */
 #define ROUTEFILE_PROGRESS   65536  /* ops between progress calls */
 #define ROUTEFILE_PROTO_BOOT 3      /* RTPROT_BOOT: the proto of a route that names none */
+#define ROUTEFILE_METRIC6    1024   /* IP6_RT_PRIO_USER: an IPv6 route added with metric 0 */
 
 enum routefile_format {
 	ROUTEFILE_AUTO,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The FIB's route semantics, as netlink defines them (the kernel's
- * fib_table_insert and fib_table_delete), nexthop objects and groups,
+ * fib_table_insert and fib_table_delete; for IPv6 its siblings:
+ * fib6_add_rt2node and ip6_route_del), nexthop objects and groups,
  * tables, bulk mode and the errors a caller sees.
  */
 #include <arpa/inet.h>
@@ -911,6 +912,609 @@ static void test_fib_random_churn_keeps_fib_consistent(void **state)
 	}
 }
 
+/* ------------------------------------------------ IPv6: siblings */
+
+static struct nh_path gw6(const char *s, uint32_t ifindex)
+{
+	struct nh_path p;
+
+	memset(&p, 0, sizeof(p));
+	if (s) {
+		p.gw_family = AF_INET6;
+		assert_int_equal(inet_pton(AF_INET6, s, &p.gw.v6), 1);
+	}
+	p.ifindex = ifindex;
+	p.weight = 1;
+	return p;
+}
+
+/* An IPv6 route through @n paths @p (types without a nexthop: @n 0). */
+static int add6(struct fib *f, uint8_t type, const struct nh_path *p, unsigned int n,
+		uint32_t metric, unsigned int flags)
+{
+	struct fib_rcfg rc = rcfg("2001:db8:1::/64", NULL, metric, flags);
+	struct errbuf err;
+
+	rc.type = type;
+	rc.paths = p;
+	rc.n_paths = n;
+	return fib_route_add(f, &rc, &err);
+}
+
+static int add6_gw(struct fib *f, const char *gw, uint32_t metric, unsigned int flags)
+{
+	struct nh_path p = gw6(gw, 2);
+
+	return add6(f, FIB_RT_UNICAST, &p, 1, metric, flags);
+}
+
+static int del6(struct fib *f, const struct nh_path *p, unsigned int n, uint32_t metric)
+{
+	struct fib_rcfg rc = rcfg("2001:db8:1::/64", NULL, metric, 0);
+	struct errbuf err;
+
+	rc.type = 0;
+	rc.paths = p;
+	rc.n_paths = n;
+	return fib_route_del(f, &rc, &err);
+}
+
+/* 2001:db8:1::/64's routes as `ip -6 route` lists them, on one line. */
+static const char *show6(struct fib *f, char *buf, size_t size)
+{
+	struct addr_prefix p;
+	struct errbuf err;
+	const struct fib_route *r;
+	unsigned int n;
+	size_t k = 0;
+
+	buf[0] = '\0';
+	assert_int_equal(addr_parse_prefix("2001:db8:1::/64", AF_INET6, &p, &err), 0);
+	fib_read_lock();
+	r = fib_find_rcu(f, 0, &p, &n);
+	for (unsigned int i = 0; r && i < n && k < size; i++) {
+		const struct nh_info *info = r[i].nh ? nh_info_rcu(r[i].nh) : NULL;
+
+		k += (size_t)snprintf(buf + k, size - k, "%s%s %u", k ? " | " : "",
+				      fib_rtype_name(r[i].type), r[i].metric);
+		for (unsigned int j = 0; info && j < info->n && k < size; j++) {
+			char gw[ADDR_STRLEN] = "-";
+
+			if (info->path[j].gw_family)
+				inet_ntop(AF_INET6, &info->path[j].gw.v6, gw, sizeof(gw));
+			k += (size_t)snprintf(buf + k, size - k, " %s@%u", gw,
+					      info->path[j].ifindex);
+		}
+	}
+	fib_read_unlock();
+	return buf;
+}
+
+#define APPEND  (FIB_F_CREATE | FIB_F_APPEND)
+#define REPLACE (FIB_F_CREATE | FIB_F_REPLACE)
+
+static void test_fib6_gateway_routes_merge_in_the_order_they_came(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path mp[2] = { gw6("fe80::6", 2), gw6("fe80::7", 3) };
+	char buf[512];
+	struct fib_state st;
+
+	assert_int_equal(add6_gw(f, "fe80::2", 1024, EXCL), 0);
+	/* ip -6 route add: any route of the metric is in the way. */
+	assert_int_equal(add6_gw(f, "fe80::3", 1024, EXCL), -EEXIST);
+	assert_int_equal(add6_gw(f, "fe80::3", 1024, APPEND), 0);
+	/* prepend (no flag but CREATE) appends, as in the kernel. */
+	assert_int_equal(add6_gw(f, "fe80::4", 1024, CREATE), 0);
+	assert_int_equal(add6(f, FIB_RT_UNICAST, mp, 2, 1024, APPEND), 0);
+	/* A sibling again, or a multipath route holding one, is refused whole. */
+	assert_int_equal(add6_gw(f, "fe80::3", 1024, APPEND), -EEXIST);
+	mp[0] = gw6("fe80::8", 2), mp[1] = gw6("fe80::2", 2);
+	assert_int_equal(add6(f, FIB_RT_UNICAST, mp, 2, 1024, APPEND), -EEXIST);
+	/* Another metric is another route. */
+	assert_int_equal(add6_gw(f, "fe80::9", 10, EXCL), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 10 fe80::9@2 | unicast 1024 fe80::2@2 fe80::3@2 fe80::4@2 "
+			    "fe80::6@2 fe80::7@3");
+	fib_get_state(f, &st);
+	assert_int_equal(st.routes6, 2);
+	/* The nexthops of the routes merged away went with them. */
+	fib_reclaim_barrier(f);
+	fib_get_state(f, &st);
+	assert_int_equal(st.nh_anonymous, 2);
+}
+
+static void test_fib6_deleting_a_gateway_takes_out_its_sibling(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p[2] = { gw6("fe80::3", 0), gw6("fe80::5", 2) };
+	char buf[512];
+
+	for (unsigned int i = 2; i <= 5; i++) {
+		char gw[16];
+
+		snprintf(gw, sizeof(gw), "fe80::%u", i);
+		assert_int_equal(add6_gw(f, gw, 1024, APPEND), 0);
+	}
+	assert_int_equal(add6_gw(f, "fe80::9", 10, EXCL), 0);
+	/* A gateway with no device given matches it on any. */
+	assert_int_equal(del6(f, p, 1, 0), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 10 fe80::9@2 | unicast 1024 fe80::2@2 fe80::4@2 fe80::5@2");
+	assert_int_equal(del6(f, p, 1, 0), -ESRCH);
+	/* Several named: all of them out of one route, or nothing. */
+	p[0] = gw6("fe80::4", 2);
+	p[1] = gw6("fe80::8", 2);
+	assert_int_equal(del6(f, p, 2, 0), -ESRCH);
+	p[1] = gw6("fe80::5", 2);
+	assert_int_equal(del6(f, p, 2, 0), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 10 fe80::9@2 | unicast 1024 fe80::2@2");
+	/* No gateway: the first route matching goes whole; a device names any of its paths. */
+	assert_int_equal(add6_gw(f, "fe80::3", 10, APPEND), 0);
+	p[0] = gw6(NULL, 2);
+	assert_int_equal(del6(f, p, 1, 10), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)), "unicast 1024 fe80::2@2");
+	assert_int_equal(del6(f, NULL, 0, 0), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)), "");
+}
+
+static void test_fib6_device_routes_and_error_types_stay_apart(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path dev2 = gw6(NULL, 2), dev3 = gw6(NULL, 3);
+	char buf[512];
+
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev2, 1, 1024, EXCL), 0);
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev3, 1, 1024, EXCL), -EEXIST);
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev3, 1, 1024, APPEND), 0);
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev2, 1, 1024, APPEND), -EEXIST);
+	/* Gateways merge with each other only, after the device routes. */
+	assert_int_equal(add6_gw(f, "fe80::2", 1024, APPEND), 0);
+	assert_int_equal(add6_gw(f, "fe80::3", 1024, CREATE), 0);
+	/* Types without a nexthop never merge, and clash with each other (all "dev lo"). */
+	assert_int_equal(add6(f, FIB_RT_BLACKHOLE, NULL, 0, 1024, APPEND), 0);
+	assert_int_equal(add6(f, FIB_RT_UNREACHABLE, NULL, 0, 1024, APPEND), -EEXIST);
+	assert_int_equal(add6(f, FIB_RT_BLACKHOLE, NULL, 0, 1024, APPEND), -EEXIST);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 1024 -@2 | unicast 1024 -@3 | unicast 1024 fe80::2@2 "
+			    "fe80::3@2 | blackhole 1024");
+	/* The first device route is the one a lookup picks. */
+	assert_int_equal(lookup(f, 0, "2001:db8:1::1").n_paths, 1);
+	assert_string_equal(lookup(f, 0, "2001:db8:1::1").gw, "");
+}
+
+static void test_fib6_replace_takes_the_route_that_merges_alike(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path dev2 = gw6(NULL, 2), dev4 = gw6(NULL, 4);
+	struct nh_path mp[2] = { gw6("fe80::7", 2), gw6("fe80::8", 2) };
+	char buf[512];
+
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev2, 1, 1024, EXCL), 0);
+	assert_int_equal(add6_gw(f, "fe80::2", 1024, APPEND), 0);
+	assert_int_equal(add6_gw(f, "fe80::3", 1024, APPEND), 0);
+	/* A gateway route replaces the multipath route whole. */
+	assert_int_equal(add6(f, FIB_RT_UNICAST, mp, 2, 1024, REPLACE), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 1024 -@2 | unicast 1024 fe80::7@2 fe80::8@2");
+	/* The same again changes nothing. */
+	assert_int_equal(add6(f, FIB_RT_UNICAST, mp, 2, 1024, REPLACE), 0);
+	/* A device route replaces the first device route. */
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev4, 1, 1024, REPLACE), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 1024 -@4 | unicast 1024 fe80::7@2 fe80::8@2");
+	/* With none alike, the first of the metric goes. */
+	assert_int_equal(del6(f, mp, 2, 1024), 0);
+	assert_int_equal(add6_gw(f, "fe80::2", 1024, REPLACE), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)), "unicast 1024 fe80::2@2");
+	assert_int_equal(add6(f, FIB_RT_UNICAST, &dev2, 1, 1024, REPLACE), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)), "unicast 1024 -@2");
+}
+
+static void test_fib6_multipath_needs_gateways_and_distinct_paths(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path mp[2] = { gw6("fe80::2", 2), gw6(NULL, 3) };
+	struct fib_rcfg rc = rcfg("2001:db8:1::/64", NULL, 1024, EXCL);
+	struct errbuf err;
+	struct fib_state st;
+
+	rc.paths = mp;
+	rc.n_paths = 2;
+	assert_int_equal(fib_route_add(f, &rc, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "nexthop 2"));
+	assert_non_null(strstr(err.msg, "2001:db8:1::/64"));
+	mp[1] = gw6("fe80::2", 2);
+	mp[1].weight = 5;
+	assert_int_equal(fib_route_add(f, &rc, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "the same as nexthop 1"));
+	fib_get_state(f, &st);
+	assert_int_equal(st.routes6 + st.nh_anonymous, 0);
+}
+
+static void test_fib6_undo_puts_siblings_back(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p = gw6("fe80::3", 2), mp[2] = { gw6("fe80::4", 2), gw6("fe80::2", 2) };
+	struct fib_rcfg rc = rcfg("2001:db8:1::/64", &p, 1024, APPEND);
+	struct fib_undo u[3];
+	struct errbuf err;
+	char before[512], buf[512];
+
+	assert_int_equal(add6_gw(f, "fe80::2", 1024, EXCL), 0);
+	assert_int_equal(add6_gw(f, "fe80::9", 1024, APPEND), 0);
+	show6(f, before, sizeof(before));
+	assert_int_equal(fib_route_add_undo(f, &rc, &u[0], &err), 0);
+	rc.paths = mp;
+	rc.n_paths = 1;
+	assert_int_equal(fib_route_add_undo(f, &rc, &u[1], &err), 0);
+	rc.paths = &mp[1];
+	rc.flags = 0;
+	assert_int_equal(fib_route_del_undo(f, &rc, &u[2], &err), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)),
+			    "unicast 1024 fe80::9@2 fe80::3@2 fe80::4@2");
+	for (int i = 2; i >= 0; i--)
+		assert_int_equal(fib_undo_revert(f, &u[i], &err), 0);
+	assert_string_equal(show6(f, buf, sizeof(buf)), before);
+}
+
+/*
+ * A brute-force model of the kernel's IPv6 routes of a few prefixes, as
+ * the table in docs/LIBRARY.md records what `ip -6 route` does: a list of
+ * routes per prefix, each with its paths (siblings) in order. Random edits
+ * go to it and to the FIB; both must answer alike and hold the same
+ * routes, and lookups must find the model's first route of the longest
+ * prefix (tests/ref.c).
+ */
+#define M6_PREFIXES 5
+#define M6_ROUTES   16
+
+struct m6_route {
+	uint32_t metric, nh_id;
+	uint8_t type, n;
+	struct nh_path path[NH_MAX_PATHS];
+};
+
+struct m6_prefix {
+	struct addr_prefix p;
+	struct m6_route r[M6_ROUTES];
+	unsigned int n;
+};
+
+static bool m6_merges(const struct m6_route *r)
+{
+	if (r->type != FIB_RT_UNICAST || r->nh_id || !r->n)
+		return false;
+	for (unsigned int i = 0; i < r->n; i++) {
+		if (!r->path[i].gw_family)
+			return false;
+	}
+	return true;
+}
+
+static bool m6_path_eq(const struct nh_path *a, const struct nh_path *b)
+{
+	return a->ifindex == b->ifindex && a->gw_family == b->gw_family &&
+	       (!a->gw_family || memcmp(&a->gw.v6, &b->gw.v6, 16) == 0);
+}
+
+/* The kernel's rt6_duplicate_nexthop, sibling by sibling. */
+static bool m6_dup(const struct m6_route *a, const struct m6_route *b)
+{
+	if (a->nh_id || b->nh_id)
+		return a->nh_id == b->nh_id;
+	if (!a->n || !b->n)
+		return !a->n && !b->n;
+	for (unsigned int i = 0; i < a->n; i++) {
+		for (unsigned int j = 0; j < b->n; j++) {
+			if (m6_path_eq(&a->path[i], &b->path[j]))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int m6_add(struct m6_prefix *m, const struct m6_route *r, unsigned int flags)
+{
+	unsigned int fa = 0, end, i;
+
+	for (i = 0; r->n > 1 && i < r->n; i++) {
+		if (!r->path[i].gw_family)
+			return -EINVAL;
+		for (unsigned int j = 0; j < i; j++) {
+			if (m6_path_eq(&r->path[i], &r->path[j]))
+				return -EEXIST;
+		}
+	}
+	while (fa < m->n && m->r[fa].metric < r->metric)
+		fa++;
+	for (end = fa; end < m->n && m->r[end].metric == r->metric; end++)
+		;
+	if ((flags & FIB_F_REPLACE) && fa < end) {
+		for (i = fa; i < end && m6_merges(&m->r[i]) != m6_merges(r); i++)
+			;
+		m->r[i < end ? i : fa] = *r;
+		return 0;
+	}
+	if (fa < end && (flags & FIB_F_EXCL))
+		return -EEXIST;
+	for (i = fa; i < end; i++) {
+		if (m6_dup(&m->r[i], r))
+			return -EEXIST;
+	}
+	if (!(flags & FIB_F_CREATE))
+		return -ENOENT;
+	for (i = fa; i < end && m6_merges(r); i++) {
+		if (m6_merges(&m->r[i])) {
+			memcpy(&m->r[i].path[m->r[i].n], r->path, r->n * sizeof(r->path[0]));
+			m->r[i].n = (uint8_t)(m->r[i].n + r->n);
+			return 0;
+		}
+	}
+	if (m->n == M6_ROUTES)
+		return -ENOSPC;
+	memmove(&m->r[end + 1], &m->r[end], (m->n - end) * sizeof(m->r[0]));
+	m->r[end] = *r;
+	m->n++;
+	return 0;
+}
+
+static void m6_remove(struct m6_prefix *m, unsigned int i)
+{
+	memmove(&m->r[i], &m->r[i + 1], (m->n - i - 1) * sizeof(m->r[0]));
+	m->n--;
+}
+
+/* Whether a delete's path @w names @h: its gateway, and its device when it gives one. */
+static bool m6_del_match(const struct nh_path *w, const struct nh_path *h)
+{
+	if (w->ifindex && w->ifindex != h->ifindex)
+		return false;
+	return !w->gw_family ||
+	       (h->gw_family == w->gw_family && memcmp(&w->gw.v6, &h->gw.v6, 16) == 0);
+}
+
+static bool m6_contains(const struct addr_prefix *p, const struct addr *a)
+{
+	struct addr c = *a;
+
+	addr_mask(&c, p->plen);
+	return memcmp(c.b, p->a.b, 16) == 0;
+}
+
+/* ip6_route_del, but all named paths from one route (what the FIB does). */
+static int m6_del(struct m6_prefix *m, const struct m6_route *d, bool any_metric)
+{
+	bool gw = d->n && d->path[0].gw_family;
+
+	for (unsigned int i = 0; i < m->n; i++) {
+		struct m6_route *r = &m->r[i];
+		bool taken[NH_MAX_PATHS] = { false };
+		unsigned int k, j;
+
+		if ((!any_metric && r->metric != d->metric) || (d->type && r->type != d->type))
+			continue;
+		if (d->nh_id) {
+			if (r->nh_id != d->nh_id)
+				continue;
+			m6_remove(m, i);
+			return 0;
+		}
+		if (!d->n) {
+			m6_remove(m, i);
+			return 0;
+		}
+		if (r->nh_id || !r->n)
+			continue;
+		for (k = 0; k < d->n; k++) {
+			for (j = 0; j < r->n; j++) {
+				if (!taken[j] && m6_del_match(&d->path[k], &r->path[j]))
+					break;
+			}
+			if (j == r->n)
+				break;
+			taken[j] = true;
+		}
+		if (k < d->n)
+			continue;
+		if (!gw) {
+			m6_remove(m, i);
+			return 0;
+		}
+		for (j = k = 0; j < r->n; j++) {
+			if (!taken[j])
+				r->path[k++] = r->path[j];
+		}
+		r->n = (uint8_t)k;
+		if (!k)
+			m6_remove(m, i);
+		return 0;
+	}
+	return -ESRCH;
+}
+
+/* The FIB holds the model's routes of @m, in order. */
+static void m6_check(struct fib *f, const struct m6_prefix *m, int op)
+{
+	const struct fib_route *r;
+	char why[128] = "";
+	unsigned int n;
+
+	fib_read_lock();
+	r = fib_find_rcu(f, 0, &m->p, &n);
+	if (n != m->n)
+		snprintf(why, sizeof(why), "%u routes, not %u", n, m->n);
+	for (unsigned int i = 0; !why[0] && i < n; i++) {
+		const struct m6_route *w = &m->r[i];
+		const struct nh_info *info = r[i].nh ? nh_info_rcu(r[i].nh) : NULL;
+
+		if (r[i].metric != w->metric || r[i].type != w->type ||
+		    (r[i].nh ? r[i].nh->id : 0) != w->nh_id)
+			snprintf(why, sizeof(why), "route %u: metric, type or nexthop id", i);
+		else if (!w->nh_id && (info ? info->n : 0) != w->n)
+			snprintf(why, sizeof(why), "route %u: %u paths, not %u", i,
+				 info ? info->n : 0, w->n);
+		for (unsigned int j = 0; !why[0] && !w->nh_id && j < w->n; j++) {
+			if (!m6_path_eq(&info->path[j], &w->path[j]) ||
+			    info->path[j].weight != w->path[j].weight)
+				snprintf(why, sizeof(why), "route %u: path %u", i, j);
+		}
+	}
+	fib_read_unlock();
+	if (why[0]) {
+		char p[ADDR_STRLEN];
+
+		fail_msg("op %d: %s: %s", op, addr_prefix_format(&m->p, p, sizeof(p)), why);
+	}
+}
+
+static void m6_random_route(struct tdata_rng *rng, struct m6_route *r, bool del)
+{
+	uint64_t x = tdata_rng_next(rng);
+
+	memset(r, 0, sizeof(*r));
+	r->metric = (x & 1) ? 1024 : 10;
+	r->type = FIB_RT_UNICAST;
+	switch ((x >> 1) % 8) {
+	case 0:
+		r->type = (x >> 4) % 2 ? FIB_RT_BLACKHOLE : FIB_RT_UNREACHABLE;
+		return;
+	case 1:
+		r->nh_id = 1 + (uint32_t)(x >> 4) % 2;
+		return;
+	case 2: /* a device route */
+		r->n = 1;
+		r->path[0] = gw6(NULL, 1 + (uint32_t)(x >> 4) % 2);
+		return;
+	default:
+		break;
+	}
+	r->n = (uint8_t)(1 + (x >> 4) % (del ? 2 : 3));
+	for (unsigned int i = 0; i < r->n; i++) {
+		char gw[16];
+		uint64_t y = tdata_rng_next(rng);
+
+		snprintf(gw, sizeof(gw), "fe80::%u", 1 + (unsigned int)(y % 5));
+		r->path[i] = gw6(gw, del && y % 3 == 0 ? 0 : 1 + (uint32_t)(y >> 8) % 2);
+		if (!del)
+			r->path[i].weight = (uint16_t)(1 + (y >> 12) % 2);
+	}
+	if (!del && (x >> 8) % 16 == 0)
+		r->path[r->n - 1] = gw6(NULL, 1); /* refused in a multipath route */
+}
+
+static void test_fib6_random_edits_match_the_kernel_model(void **state)
+{
+	static const char *const prefixes[M6_PREFIXES] = {
+		"::/0", "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1:1::/64", "2001:db8:2::/48",
+	};
+	static const unsigned int flag_sets[] = {
+		FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
+		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE,
+	};
+	struct fib *f = *state;
+	struct m6_prefix *m = calloc(M6_PREFIXES, sizeof(*m));
+	struct ref *ref = ref_new(AF_INET6);
+	struct tdata_rng rng;
+	struct errbuf err;
+	int merged = 0, split = 0;
+
+	assert_non_null(m);
+	for (uint32_t id = 1; id <= 2; id++) {
+		struct nh_obj_cfg cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.id = id;
+		cfg.family = AF_INET6;
+		cfg.path = gw6(id == 1 ? "fe80::1" : "fe80::9", 1);
+		assert_int_equal(fib_nh_set(f, &cfg, FIB_F_CREATE, &err), 0);
+	}
+	for (unsigned int i = 0; i < M6_PREFIXES; i++)
+		assert_int_equal(addr_parse_prefix(prefixes[i], AF_INET6, &m[i].p, &err), 0);
+	tdata_rng_seed(&rng, tdata_seed(17));
+	for (int op = 0; op < 40000; op++) {
+		uint64_t x = tdata_rng_next(&rng);
+		struct m6_prefix *mp = &m[x % M6_PREFIXES];
+		bool del = (x >> 8) % 3 == 0, any_metric = (x >> 10) % 4 == 0;
+		struct m6_route r;
+		struct fib_rcfg rc;
+		unsigned int before = 0;
+		int want, got;
+
+		m6_random_route(&rng, &r, del);
+		memset(&rc, 0, sizeof(rc));
+		rc.dst = mp->p;
+		rc.metric = any_metric && del ? 0 : r.metric;
+		rc.type = r.type;
+		rc.nh_id = r.nh_id;
+		rc.paths = r.path;
+		rc.n_paths = r.n;
+		rc.proto = 3;
+		if (mp->n)
+			before = mp->r[0].n;
+		if (del) {
+			if ((x >> 12) % 2)
+				rc.type = r.type = 0; /* any type */
+			want = m6_del(mp, &r, any_metric);
+			got = fib_route_del(f, &rc, &err);
+		} else {
+			rc.flags = flag_sets[(x >> 12) % 5];
+			want = m6_add(mp, &r, rc.flags);
+			got = fib_route_add(f, &rc, &err);
+		}
+		if (got != want)
+			fail_msg("op %d (%s): the FIB says %d, the model %d (%s)", op,
+				 del ? "del" : "add", got, want, got ? err.msg : "");
+		m6_check(f, mp, op);
+		if (mp->n) {
+			merged += !del && !want && mp->r[0].n > before && before;
+			split += del && !want && mp->r[0].n && mp->r[0].n < before;
+			ref_set(ref, &mp->p, 1);
+		} else {
+			ref_del(ref, &mp->p);
+		}
+		if (op % 64 == 0) {
+			/* Lookups: the first route of the longest prefix the model holds. */
+			struct addr a = mp->p.a;
+			unsigned int plen;
+			uint64_t v;
+			struct found got_r;
+			char s[ADDR_STRLEN];
+
+			a.b[15] ^= (uint8_t)(x >> 20);
+			a.b[5] ^= (uint8_t)((x >> 28) & 1);
+			addr_format(&a, s, sizeof(s));
+			got_r = lookup(f, 0, s);
+			if (ref_lookup(ref, &a, &plen, &v)) {
+				const struct m6_prefix *lm = NULL;
+
+				for (unsigned int i = 0; i < M6_PREFIXES; i++) {
+					if (m[i].p.plen == plen && m[i].n &&
+					    m6_contains(&m[i].p, &a))
+						lm = &m[i];
+				}
+				assert_non_null(lm);
+				assert_true(got_r.hit);
+				assert_int_equal(got_r.plen, plen);
+				assert_int_equal(got_r.metric, lm->r[0].metric);
+				assert_int_equal(got_r.type, lm->r[0].type);
+			} else {
+				assert_false(got_r.hit);
+			}
+		}
+		if (op % 1000 == 0 && fib_check(f, &err))
+			fail_msg("op %d: %s", op, err.msg);
+	}
+	/* Both kinds of sibling edits must have happened, or the test tested little. */
+	assert_true(merged > 100 && split > 100);
+	ref_free(ref);
+	free(m);
+	assert_int_equal(fib_table_flush(f, 0, AF_UNSPEC), 0);
+	assert_int_equal(fib_nh_del(f, 1, &err), 0);
+	assert_int_equal(fib_nh_del(f, 2, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -936,6 +1540,13 @@ int main(void)
 		T(test_fib_undo_reverts_edits_exactly),
 		T(test_fib_undo_release_keeps_edits),
 		T(test_addr_parses_masks_and_refuses_host_bits),
+		T(test_fib6_gateway_routes_merge_in_the_order_they_came),
+		T(test_fib6_deleting_a_gateway_takes_out_its_sibling),
+		T(test_fib6_device_routes_and_error_types_stay_apart),
+		T(test_fib6_replace_takes_the_route_that_merges_alike),
+		T(test_fib6_multipath_needs_gateways_and_distinct_paths),
+		T(test_fib6_undo_puts_siblings_back),
+		T(test_fib6_random_edits_match_the_kernel_model),
 #undef T
 	};
 

@@ -492,6 +492,12 @@ static void test_routefile_errors_name_the_column_and_what_was_expected(void **s
 		    "expected an interface name of 1 to 15 characters after 'dev'");
 	parse_fails("route add 10.0.0.0/8 dev a/b", 26, "'a/b' is not an interface name");
 	parse_fails("route add", 10, "expected a prefix after 'add', got end of line");
+	parse_fails("route add 2001:db8::/32 nexthop via fe80::1 dev lo nexthop dev lo", 52,
+		    "an IPv6 'nexthop' needs 'via' (the kernel refuses device-only nexthops in "
+		    "an IPv6 multipath route)");
+	parse_fails("route add 2001:db8::/32 nexthop via fe80::1 dev lo nexthop via fe80::1 dev lo "
+		    "weight 2",
+		    52, "the same 'nexthop' as nexthop 1");
 	parse_fails(
 		"route flush 10.0.0.0/8", 7,
 		"expected a command (add, del, replace, append, prepend, change) after 'route', "
@@ -544,6 +550,32 @@ static void test_routefile_ipv4_parser_agrees_with_inet_pton(void **state)
 		else if (ok6)
 			assert_memory_equal(&r.rc.dst.a.v6, &want6, sizeof(want6));
 	}
+}
+
+/* As the kernel gives them to `ip -6 route add`: metric 0 or none is 1024, for adds only. */
+static void test_routefile_ipv6_adds_without_a_metric_get_1024(void **state)
+{
+	struct routefile_route r;
+	struct fib *f = *state;
+	char *dump;
+
+	parse_ok("route add 2001:db8::/32 via fe80::1 dev lo", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route replace 2001:db8::/32 via fe80::1 dev lo metric 0", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route add blackhole default", AF_INET6, &r);
+	assert_int_equal(r.rc.metric, 1024);
+	parse_ok("route append 2001:db8::/32 via fe80::1 dev lo metric 7", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 7);
+	parse_ok("route del 2001:db8::/32", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 0); /* any */
+	parse_ok("route add 10.0.0.0/8 via 192.0.2.1", AF_UNSPEC, &r);
+	assert_int_equal(r.rc.metric, 0);
+	apply_ok(f, "2001:db8:9::/48 2001:db8::1\n");
+	dump = fib_dump(f);
+	assert_string_equal(dump, "table 254 2001:db8:9::/48 via 2001:db8::1 proto 3 metric 1024 "
+				  "scope 0\n");
+	free(dump);
 }
 
 static void test_routefile_plain_lines_are_prefix_gateway_dev(void **state)
@@ -776,6 +808,53 @@ static void test_routefile_del_of_missing_route_rolls_back_exactly(void **state)
 {
 	rollback_case(*state, "route del 10.0.0.0/8 via 192.0.2.2 metric 10\n", -ESRCH,
 		      "t.routes:15:11: 10.0.0.0/8 table 254 metric 10: no such route");
+}
+
+/*
+ * IPv6 gateway routes of one prefix and metric are one multipath route,
+ * as `ip -6 route` shows the kernel's siblings; a file that fails puts
+ * them back as they were, paths and order.
+ */
+static void test_routefile_ipv6_siblings_merge_and_roll_back(void **state)
+{
+	static const char setup6[] = "route add 2001:db8:5::/48 via fe80::1 dev lo metric 1024\n"
+				     "route append 2001:db8:5::/48 via fe80::2 dev lo metric 1024\n"
+				     "route add 2001:db8:5::/48 dev lo metric 2048\n";
+	static const char edits6[] =
+		"route append 2001:db8:5::/48 nexthop via fe80::3 dev lo weight 4 nexthop via "
+		"fe80::4 dev lo metric 1024\n"
+		"route del 2001:db8:5::/48 via fe80::1 metric 1024\n"
+		"route prepend 2001:db8:5::/48 via fe80::5 dev lo metric 1024\n";
+	struct fib *f = *state;
+	struct errbuf err;
+	char *before, *after;
+	char text[1024];
+
+	apply_ok(f, setup6);
+	before = fib_dump(f);
+	assert_non_null(strstr(before,
+			       "table 254 2001:db8:5::/48 nexthop via fe80::1 dev 1 weight 1 "
+			       "nexthop via fe80::2 dev 1 weight 1 proto 3 metric 1024 "
+			       "scope 0\ntable 254 2001:db8:5::/48 dev 1 proto 3 metric 2048"));
+	snprintf(text, sizeof(text),
+		 "%sroute append 2001:db8:5::/48 via fe80::4 dev lo metric 1024\n", edits6);
+	assert_int_equal(apply_text(f, text, false, &err), -EEXIST);
+	assert_string_equal(err.msg,
+			    "t.routes:4: 2001:db8:5::/48 table 254 metric 1024: a route of this "
+			    "metric has this nexthop already");
+	after = fib_dump(f);
+	assert_string_equal(before, after);
+	free(after);
+	apply_ok(f, edits6);
+	after = fib_dump(f);
+	assert_non_null(strstr(after,
+			       "table 254 2001:db8:5::/48 nexthop via fe80::2 dev 1 weight 1 "
+			       "nexthop via fe80::3 dev 1 weight 4 nexthop via fe80::4 dev 1 "
+			       "weight 1 nexthop via fe80::5 dev 1 weight 1 proto 3 metric 1024 "
+			       "scope 0\n"));
+	assert_int_equal(fib_check(f, &err), 0);
+	free(after);
+	free(before);
 }
 
 /* What the edits do when nothing fails: so the rollback tests above undo real work. */
@@ -1238,12 +1317,14 @@ int main(void)
 		T(test_routefile_errors_name_the_column_and_what_was_expected),
 		T(test_routefile_ipv4_parser_agrees_with_inet_pton),
 		T(test_routefile_plain_lines_are_prefix_gateway_dev),
+		T(test_routefile_ipv6_adds_without_a_metric_get_1024),
 		T(test_routefile_auto_format_decides_per_line),
 		T(test_routefile_one_bad_line_applies_nothing),
 		T(test_routefile_skip_bad_lines_applies_the_rest_and_reports_each),
 		T(test_routefile_add_of_existing_route_rolls_back_exactly),
 		T(test_routefile_del_of_missing_route_rolls_back_exactly),
 		T(test_routefile_edits_of_the_rollback_tests_change_the_fib),
+		T(test_routefile_ipv6_siblings_merge_and_roll_back),
 		T(test_routefile_large_load_rolls_back_in_bulk_mode_with_progress),
 		T(test_routefile_crlf_comments_and_missing_final_newline),
 		T(test_routefile_feeding_in_pieces_changes_nothing),

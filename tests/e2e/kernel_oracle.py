@@ -6,6 +6,7 @@
       view ("all": all of them; every STRIDE-th one), via 198.18.0.2..9 and
       2001:db8:ff::2..9 on v0.
   kernel_oracle.py converge SOCK NETNS TIMEOUT [TABLE,...] [--sample=N,SEED]
+                   [--ordered] [--within=PREFIX,...]
       polls until lcfibd's routes (every table, both families) are the
       kernel's (`ip -N -j route show table all`; only those of the tables
       given, when given), as multisets of (family, table, prefix, type,
@@ -13,7 +14,14 @@
       differences when TIMEOUT seconds pass first. With --sample, tables
       of more than 100k routes are compared by their counts and by all
       their routes within the /12s (IPv4) or /20s (IPv6) of N routes
-      picked at random (seed SEED).
+      picked at random (seed SEED). With --ordered, the routes of each
+      prefix are compared as lists in the order listed, their paths too
+      (the order of an IPv6 multipath route's siblings); with --within,
+      only the routes within those prefixes.
+  kernel_oracle.py fibmatch SOCK ADDR...
+      run inside the namespace: `ip route get fibmatch ADDR` and lcfibd's
+      lookup (tables local, main, default) must give the same route:
+      prefix, type, metric and paths in order; exits 1 when one does not.
   kernel_oracle.py count SOCK NETNS TIMEOUT
       the same for the numbers of routes only (cheap: for a full table).
   kernel_oracle.py lookups SOCK N SEED
@@ -27,6 +35,7 @@ Decision: the feed mirrors every table when none is configured, the local
 table's local and broadcast routes and IPv6's multicast routes too, so all
 of them are compared.
 """
+import errno
 import gzip
 import ipaddress
 import json
@@ -99,6 +108,14 @@ def num(v, default):
     return int(v) if str(v).isdigit() else v
 
 
+# --ordered: a multipath route's paths keep their order (IPv6 siblings).
+ORDERED = False
+
+
+def path_tuple(hops):
+    return tuple(hops) if ORDERED else tuple(sorted(hops))
+
+
 def kernel_key(r, family):
     rtype = r.get("type", "unicast")
     rtype = TYPES.get(int(rtype), rtype) if str(rtype).isdigit() else rtype
@@ -113,8 +130,8 @@ def kernel_key(r, family):
         rtype = "unicast"
     elif rtype not in NO_PATHS:
         hops = r.get("nexthops") or [r]
-        paths = tuple(sorted((h.get("gateway"), h.get("dev"), int(h.get("weight", 1)))
-                             for h in hops if h.get("gateway") or h.get("dev")))
+        paths = path_tuple([(h.get("gateway"), h.get("dev"), int(h.get("weight", 1)))
+                            for h in hops if h.get("gateway") or h.get("dev")])
     return ("ipv%d" % family, int(table), canon_prefix(r["dst"], family), rtype,
             num(r.get("protocol"), 3), num(r.get("scope"), 0), int(r.get("metric", 0)),
             int(r.get("nhid", 0)), paths)
@@ -239,8 +256,8 @@ def lcfib_key(r, family):
     rtype = r.get("type", "unicast")
     paths = ()
     if rtype not in NO_PATHS:
-        paths = tuple(sorted((h.get("gateway"), h.get("interface"), int(h.get("weight", 1)))
-                             for h in r.get("nexthop", [])))
+        paths = path_tuple([(h.get("gateway"), h.get("interface"), int(h.get("weight", 1)))
+                            for h in r.get("nexthop", [])])
     return (family, int(r["table"]), r["prefix"], rtype,
             int(r.get("protocol", 0)), int(r.get("scope", 0)), int(r.get("metric", 0)),
             int(r.get("nexthop-id", 0)), paths)
@@ -360,12 +377,41 @@ def counts_differ(kern_n, lcfib_n, tables):
     return any(kern_n.get(k, 0) != lcfib_n.get(k, 0) for k in keys)
 
 
+def by_prefix(keys):
+    """Routes grouped by (family, table, prefix), each group in the order listed."""
+    out = {}
+    for k in keys:
+        out.setdefault(k[:3], []).append(k)
+    return out
+
+
+def ordered_diff(a, b):
+    """The routes of the prefixes whose lists differ, as multiset_diff gives them."""
+    ga, gb = by_prefix(a), by_prefix(b)
+    bad = [p for p in set(ga) | set(gb) if ga.get(p) != gb.get(p)]
+    return ([("#%d" % i,) + k for p in bad for i, k in enumerate(ga.get(p, []))],
+            [("#%d" % i,) + k for p in bad for i, k in enumerate(gb.get(p, []))])
+
+
+def within(key, nets):
+    net = ipaddress.ip_network(key[2])
+    return any(net.version == n.version and net.subnet_of(n) for n in nets)
+
+
 def cmd_converge(args):
-    sample = None
-    if args and args[-1].startswith("--sample="):
-        sample = (int(args[-1].split("=")[1].split(",")[0]),
-                  int(args[-1].split(",")[1]) if "," in args[-1] else 1)
-        args = args[:-1]
+    global ORDERED
+    sample, nets = None, None
+    while args and args[-1].startswith("--"):
+        opt = args.pop()
+        if opt.startswith("--sample="):
+            sample = (int(opt.split("=")[1].split(",")[0]),
+                      int(opt.split(",")[1]) if "," in opt else 1)
+        elif opt == "--ordered":
+            ORDERED = True
+        elif opt.startswith("--within="):
+            nets = [ipaddress.ip_network(p) for p in opt.split("=")[1].split(",")]
+        else:
+            sys.exit("converge: unknown option %s" % opt)
     sock, netns, timeout = args[0], args[1], float(args[2])
     tables = {int(t) for t in args[3].split(",")} if len(args) > 3 else None
     deadline = time.monotonic() + timeout
@@ -386,19 +432,26 @@ def cmd_converge(args):
             t_kern = time.monotonic() - t
             kern = [r for r in kern if tables is None or r[1] in tables]
             lcfib_n = {(t, f): n for t, f, n in lt if n}
-            if counts_differ(kern_n, lcfib_n, tables) and time.monotonic() < deadline:
+            if nets:
+                kern = [r for r in kern if within(r, nets)]
+            elif counts_differ(kern_n, lcfib_n, tables) and time.monotonic() < deadline:
                 # Listing lcfibd's routes costs more than the kernel's: not
                 # before the numbers of routes agree.
                 time.sleep(0.05)
                 continue
             t = time.monotonic()
             mine = lcfib_routes(c, lt, cut)
+            if nets:
+                mine = [r for r in mine if within(r, nets)]
             t_mine = time.monotonic() - t
         except Moving as e:
             kern, mine, cut, kern_n, lcfib_n = [], [e], {}, {}, {}
         finally:
             c.close()
-        only_k, only_l = multiset_diff(kern, mine)
+        if ORDERED and not any(isinstance(r, Moving) for r in mine):
+            only_k, only_l = ordered_diff(kern, mine)
+        else:
+            only_k, only_l = multiset_diff(kern, mine)
         same_n = all(kern_n.get(k) == lcfib_n.get(k) for k in cut)
         if not only_k and not only_l and same_n:
             print("# converged: %d routes%s, %.2f s (%d polls; the last read the kernel in "
@@ -466,7 +519,9 @@ class Rtnl:
         self.s.send(struct.pack("=IHHII", 16 + len(body), RTM_GETROUTE, 1, self.seq, 0) + body)
         data = self.s.recv(65536)
         length, mtype, _flags, _seq, _pid = struct.unpack_from("=IHHII", data)
+        self.error = 0
         if mtype == NLMSG_ERROR:
+            self.error = -struct.unpack_from("=i", data, 16)[0]
             return None
         assert mtype == RTM_NEWROUTE, mtype
         fam, dst_len, _s, _t, _table, _proto, _scope, rtype = struct.unpack_from("=BBBBBBBB",
@@ -535,9 +590,64 @@ def cmd_lookups(args):
     return 1 if bad else 0
 
 
+def lcfib_route_of(c, addr):
+    """The route lcfibd's lookup picks for @addr (tables local, main, default), as lcfib_key."""
+    family = "ipv%d" % ipaddress.ip_address(addr).version
+    for table in (255, 254, 253):
+        ok, reply = c.rpc({"lcfib:lookup": {"address": addr, "table": table}})
+        if not ok:
+            raise AssertionError("lookup %s: %s" % (addr, reply))
+        out = reply.get("lcfib:lookup", {})
+        if out.get("found") and out.get("prefix"):
+            return lcfib_key(dict(out, table=table), family)[2:]
+    return None
+
+
+# What the kernel answers `ip route get fibmatch` with for a route that drops.
+DROP_ERRORS = {errno.EINVAL: "blackhole", errno.EHOSTUNREACH: "unreachable",
+               errno.EACCES: "prohibit"}
+
+
+def kernel_route_of(nl, addr):
+    """`ip route get fibmatch @addr` as kernel_key, or None. ip refuses routes of
+    the types that drop (their error is the answer): their prefix and type then."""
+    family = ipaddress.ip_address(addr).version
+    p = subprocess.run(["ip", "-N", "-j", "-%d" % family, "route", "get", "fibmatch", addr],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    routes = json.loads(p.stdout or b"[]") if p.returncode == 0 else []
+    if routes:
+        return kernel_key(routes[0], family)[2:]
+    k = nl.fibmatch(addr)
+    if k is None and nl.error in DROP_ERRORS:
+        # The kernel answers a route that drops with its error, not the route.
+        return (None, DROP_ERRORS[nl.error])
+    return k
+
+
+def cmd_fibmatch(args):
+    """Paths compared as sets: fibmatch lists the sibling the multipath hash
+    picked first (`converge --ordered` compares their order)."""
+    sock, addrs = args[0], args[1:]
+    nl, c = Rtnl(), ctl.Conn(sock)
+    bad = []
+    for a in addrs:
+        k, m = kernel_route_of(nl, a), lcfib_route_of(c, a)
+        if k is not None and len(k) == 2 and m is not None:
+            # Only the prefix and type are known of a route that drops, or its type.
+            m = (m[0] if k[0] else None, m[1])
+        if k != m:
+            bad.append((a, k, m))
+    c.close()
+    print("# %d addresses looked up: %d disagree with ip route get fibmatch" % (len(addrs),
+                                                                               len(bad)))
+    for a, k, m in bad:
+        print("  %s:\n    kernel %s\n    lcfibd %s" % (a, k, m))
+    return 1 if bad else 0
+
+
 def main():
     cmds = {"batch": cmd_batch, "converge": cmd_converge, "count": cmd_count,
-            "lookups": cmd_lookups}
+            "lookups": cmd_lookups, "fibmatch": cmd_fibmatch}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(cmds[sys.argv[1]](sys.argv[2:]) or 0)

@@ -456,6 +456,133 @@ test_routes_appended_to_one_prefix_are_all_mirrored()
 		fail "lookups disagree with ip route get fibmatch (above)"
 }
 
+# converge_ordered NAME [ARGS...]: converge, the routes of each prefix and
+# the paths of each route in the kernel's order (`ip -6 route` lists
+# siblings in the order they came).
+converge_ordered()
+{
+	local n=$1
+	shift
+	"$PYTHON" "$ORACLE" converge "$(d_sock "$n")" "$NS" "$CONVERGE_S" "$@" --ordered ||
+		fail "lcfibd $n does not hold the kernel's routes in its order (above)"
+}
+
+# fibmatch NAME ADDR...: ip route get fibmatch and lcfibd's lookup agree, paths in order.
+fibmatch()
+{
+	local n=$1
+	shift
+	in_ns "$PYTHON" "$ORACLE" fibmatch "$(d_sock "$n")" "$@" ||
+		fail "lcfibd $n and ip route get fibmatch disagree (above)"
+}
+
+# The IPv6 edits both multipath tests make, as ip -batch lines: siblings
+# added, appended, prepended (the kernel appends them too) and taken out;
+# a device route and other metrics beside them, a blackhole apart.
+multipath6_edits()
+{
+	cat <<-EOF
+		route add 2001:db8:60::/48 via 2001:db8:ff::2 dev v0 metric 1024
+		route append 2001:db8:60::/48 via 2001:db8:ff::3 dev v0 metric 1024
+		route prepend 2001:db8:60::/48 via 2001:db8:ff::4 dev v0 metric 1024
+		route append 2001:db8:60::/48 metric 1024 nexthop via 2001:db8:ff::5 dev v0 weight 3 nexthop via 2001:db8:ff::6 dev v0
+		route append 2001:db8:60::/48 dev v0 metric 1024
+		route add 2001:db8:60::/48 via 2001:db8:ff::7 dev v0 metric 10
+		route append 2001:db8:60::/48 via 2001:db8:ff::8 dev v0 metric 10
+		route add 2001:db8:61::/48 metric 1024 nexthop via 2001:db8:ff::2 dev v0 nexthop via 2001:db8:ff::3 dev v0
+		route append 2001:db8:61::/48 via 2001:db8:ff::4 dev v0 metric 1024
+		route add 2001:db8:62::/48 dev v0 metric 1024
+		route append 2001:db8:62::/48 via 2001:db8:ff::9 dev v0 metric 1024
+		route add blackhole 2001:db8:63::/48 metric 1024
+		route append 2001:db8:63::/48 via 2001:db8:ff::2 dev v0 metric 1024
+		route del 2001:db8:61::/48 via 2001:db8:ff::2
+		route del 2001:db8:60::/48 via 2001:db8:ff::3
+		route del 2001:db8:60::/48 via 2001:db8:ff::7 metric 10
+	EOF
+}
+
+MP6_ADDRS="2001:db8:60::1 2001:db8:61::1 2001:db8:62::1 2001:db8:63::1 2001:db8:60:ffff::1"
+
+test_ipv6_multipath_from_add_and_append_is_mirrored_in_the_kernels_order()
+{
+	ns_new
+	k_start k
+	# As events: each line alone, as an operator types them.
+	while read -r line; do
+		# shellcheck disable=SC2086 # the words of the line
+		in_ns ip -6 $line || fail "ip -6 $line"
+	done < <(multipath6_edits)
+	converge_ordered k
+	fibmatch k $MP6_ADDRS
+	# The first sibling goes; a replace takes the multipath route whole.
+	in_ns ip -6 route del 2001:db8:60::/48 via 2001:db8:ff::2
+	in_ns ip -6 route replace 2001:db8:61::/48 nexthop via 2001:db8:ff::7 dev v0 \
+		nexthop via 2001:db8:ff::8 dev v0 weight 2
+	in_ns ip -6 route del 2001:db8:62::/48 via 2001:db8:ff::9
+	converge_ordered k
+	fibmatch k $MP6_ADDRS
+	# From a dump: a new lcfibd gets the same order.
+	d_stop k
+	k_start k2
+	converge_ordered k2
+	fibmatch k2 $MP6_ADDRS
+}
+
+test_an_ipv6_multipath_route_file_applies_as_ip_batch_does()
+{
+	local f
+	ns_new
+	# lcfibd's own FIB (no feed): the same file loaded into both.
+	k_start k '{"enabled":false}'
+	f=$T/multipath6.routes
+	multipath6_edits >"$f"
+	in_ns ip -6 -batch "$f" || fail "ip -6 -batch $f"
+	ctl "$(d_sock k)" rpc "{\"lcfib:load\":{\"path\":\"$f\"}}" >/dev/null ||
+		fail "lcfibd did not load $f"
+	converge_ordered k --within=2001:db8:60::/44
+	fibmatch k $MP6_ADDRS
+	# What both refuse: a sibling again, a device-only nexthop in a multipath route.
+	echo "route append 2001:db8:60::/48 via 2001:db8:ff::4 dev v0 metric 1024" >"$f.dup"
+	echo "route add 2001:db8:64::/48 nexthop via 2001:db8:ff::2 dev v0 nexthop dev v0" \
+		>"$f.devonly"
+	for g in "$f.dup" "$f.devonly"; do
+		! in_ns ip -6 -batch "$g" 2>/dev/null || fail "the kernel took $(cat "$g")"
+		! ctl "$(d_sock k)" rpc "{\"lcfib:load\":{\"path\":\"$g\"}}" >/dev/null 2>&1 ||
+			fail "lcfibd took $(cat "$g")"
+	done
+	converge_ordered k --within=2001:db8:60::/44
+}
+
+test_ipv6_routes_added_without_a_metric_get_1024_as_from_ip()
+{
+	local s f
+	ns_new
+	k_start k '{"enabled":false}'
+	s=$(d_sock k)
+	# A route file (no metric, metric 0), the route-add RPC, lcfibctl: as ip -6 route add.
+	f=$T/metric.routes
+	printf '%s\n' "route add 2001:db8:70::/48 via 2001:db8:ff::2 dev v0" \
+		"route add 2001:db8:71::/48 via 2001:db8:ff::2 dev v0 metric 0" \
+		"route add blackhole 2001:db8:72::/48" >"$f"
+	in_ns ip -6 -batch "$f" || fail "ip -6 -batch $f"
+	ctl "$s" rpc "{\"lcfib:load\":{\"path\":\"$f\"}}" >/dev/null || fail "lcfibd did not load $f"
+	in_ns ip -6 route add 2001:db8:73::/48 via 2001:db8:ff::3 dev v0
+	ctl "$s" rpc '{"lcfib:route-add":{"prefix":"2001:db8:73::/48",
+		"nexthop":[{"gateway":"2001:db8:ff::3","interface":"v0"}]}}' >/dev/null ||
+		fail "route-add"
+	if have_cli; then
+		in_ns ip -6 route add 2001:db8:74::/48 via 2001:db8:ff::4 dev v0
+		cli "$s" route add 2001:db8:74::/48 via 2001:db8:ff::4 dev v0 ||
+			fail "lcfibctl route add"
+	fi
+	converge_ordered k --within=2001:db8:70::/45
+	# A delete without a metric takes any metric, in both.
+	in_ns ip -6 route del 2001:db8:70::/48
+	ctl "$s" rpc '{"lcfib:route-delete":{"prefix":"2001:db8:70::/48"}}' >/dev/null ||
+		fail "route-delete without a metric"
+	converge_ordered k --within=2001:db8:70::/45
+}
+
 t_run test_the_full_table_from_ip_batch_is_mirrored_and_lookups_agree
 t_run test_a_replaced_route_is_replaced_and_a_deleted_one_goes
 t_run test_multipath_routes_are_mirrored_with_their_weights
@@ -470,4 +597,7 @@ t_run test_only_the_configured_tables_are_mirrored
 t_run test_an_unprivileged_lcfibd_mirrors_read_only
 t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored
 t_run test_routes_appended_to_one_prefix_are_all_mirrored
+t_run test_ipv6_multipath_from_add_and_append_is_mirrored_in_the_kernels_order
+t_run test_an_ipv6_multipath_route_file_applies_as_ip_batch_does
+t_run test_ipv6_routes_added_without_a_metric_get_1024_as_from_ip
 t_summary

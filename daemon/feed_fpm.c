@@ -730,16 +730,18 @@ static void feed_fpm_uid_name(uid_t uid, char *buf, size_t size)
 /*
  * Whether the peer of @fd may feed the FIB: a process of this host (the
  * kernel knows the socket at the other end) of an allowed user, or a peer
- * elsewhere whose address is in allowed-remote. @why says why not.
+ * elsewhere whose address is in allowed-remote. @who (@size bytes) says
+ * who it is, @why (@size bytes) why it may not.
  */
-static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *why, size_t size)
+static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *who, char *why, size_t size)
 {
 	struct sockaddr_storage me_ss, peer_ss;
 	socklen_t me_len = sizeof(me_ss), peer_len = sizeof(peer_ss);
 	struct feed_fpm_end me, peer;
 	struct feed_fpm_owner o = { &peer, &me, false, 0, 0 };
-	char who[64];
 	int ret;
+
+	snprintf(who, size, "owner unknown");
 
 	if (getsockname(fd, (struct sockaddr *)&me_ss, &me_len) ||
 	    getpeername(fd, (struct sockaddr *)&peer_ss, &peer_len)) {
@@ -763,10 +765,10 @@ static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *why, size_t
 				 "it closed its socket before its owner could be checked");
 			return false;
 		}
+		feed_fpm_uid_name((uid_t)o.uid, who, size);
 		if (feed_fpm_user_allowed(&p->cfg, (uid_t)o.uid))
 			return true;
-		feed_fpm_uid_name((uid_t)o.uid, who, sizeof(who));
-		snprintf(why, size, "%s is not an allowed-user", who);
+		snprintf(why, size, "%.100s is not an allowed-user", who);
 		return false;
 	}
 	/* No socket here has that end; an address of ours means a process that reset it at once. */
@@ -775,6 +777,7 @@ static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *why, size_t
 			 "its socket on this host is gone before its owner could be checked");
 		return false;
 	}
+	snprintf(who, size, "not on this host");
 	for (unsigned int i = 0; i < p->cfg.n_remote; i++) {
 		if (feed_fpm_prefix_has(&p->cfg.remote[i], &peer))
 			return true;
@@ -805,8 +808,9 @@ static void feed_fpm_log_refusal(struct feed_fpm *p, const char *name, const cha
 	p->refusals_unlogged = 0;
 }
 
-/* A new connection: the peer, unless one is connected already. */
-static void feed_fpm_take(struct lcfibd *d, struct feed_fpm *p, int fd, const char *name)
+/* A new connection (@who owns it): the peer, unless one is connected already. */
+static void feed_fpm_take(struct lcfibd *d, struct feed_fpm *p, int fd, const char *name,
+			  const char *who)
 {
 	int one = 1, idle = FEED_FPM_KEEPIDLE, intvl = FEED_FPM_KEEPINTVL, cnt = FEED_FPM_KEEPCNT;
 
@@ -842,8 +846,8 @@ static void feed_fpm_take(struct lcfibd *d, struct feed_fpm *p, int fd, const ch
 	feed_sync_begin(p->feed);
 	p->replaying = true;
 	feed_fpm_timer_set(p, p->cfg.replay_settle_ms);
-	log_notice("FPM peer %s connected; its replay settles after %u ms without a message",
-		   p->peer, (unsigned int)p->cfg.replay_settle_ms);
+	log_notice("FPM peer %s connected (%s); its replay settles after %u ms without a message",
+		   p->peer, who, (unsigned int)p->cfg.replay_settle_ms);
 }
 
 static void feed_fpm_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -854,7 +858,7 @@ static void feed_fpm_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t 
 	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		char name[FEED_FPM_NAME_LEN], why[160];
+		char name[FEED_FPM_NAME_LEN], who[160], why[160];
 		int fd = accept4(p->listen_fd, (struct sockaddr *)&ss, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -864,13 +868,13 @@ static void feed_fpm_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t 
 			return;
 		}
 		feed_fpm_name((struct sockaddr *)&ss, name, sizeof(name));
-		if (!feed_fpm_allowed(p, fd, why, sizeof(why))) {
+		if (!feed_fpm_allowed(p, fd, who, why, sizeof(why))) {
 			p->unauthorized++;
 			feed_fpm_log_refusal(p, name, why);
 			close(fd);
 			continue;
 		}
-		feed_fpm_take(d, p, fd, name);
+		feed_fpm_take(d, p, fd, name, who);
 	}
 }
 

@@ -578,6 +578,7 @@ static size_t feed_fpm_alen(int family)
 struct feed_fpm_owner {
 	const struct feed_fpm_end *peer, *me;
 	bool found;
+	uint8_t state;
 	uint32_t uid, inode;
 };
 
@@ -598,6 +599,7 @@ static int feed_fpm_diag_cb(const struct nlmsghdr *nlh, void *data)
 	    memcmp(m->id.idiag_dst, o->me->addr, alen))
 		return MNL_CB_OK;
 	o->found = true;
+	o->state = m->idiag_state;
 	o->uid = m->idiag_uid;
 	o->inode = m->idiag_inode;
 	return MNL_CB_OK;
@@ -738,7 +740,7 @@ static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *who, char *
 	struct sockaddr_storage me_ss, peer_ss;
 	socklen_t me_len = sizeof(me_ss), peer_len = sizeof(peer_ss);
 	struct feed_fpm_end me, peer;
-	struct feed_fpm_owner o = { &peer, &me, false, 0, 0 };
+	struct feed_fpm_owner o = { &peer, &me, false, 0, 0, 0 };
 	int ret;
 
 	snprintf(who, size, "owner unknown");
@@ -757,10 +759,15 @@ static bool feed_fpm_allowed(const struct feed_fpm *p, int fd, char *who, char *
 	}
 	if (o.found) {
 		/*
-		 * A socket closed by its process (a TIME_WAIT or orphaned
-		 * one) reports uid 0 or none: not an owner to believe.
+		 * A socket its process closed is no one's file (inode 0). If
+		 * it still has data or its FIN to send (FIN_WAIT1, CLOSING,
+		 * LAST_ACK: a zebra killed in the middle of its replay) it is
+		 * still the full socket, with its creator's uid; once that is
+		 * done it is a TIME_WAIT socket, which reports uid 0 whoever
+		 * made it: no owner to believe.
 		 */
-		if (!o.inode) {
+		if (!o.inode && o.state != TCP_FIN_WAIT1 && o.state != TCP_CLOSING &&
+		    o.state != TCP_LAST_ACK) {
 			snprintf(why, size,
 				 "it closed its socket before its owner could be checked");
 			return false;

@@ -1046,6 +1046,56 @@ EOF
 	d_stop "$A"
 }
 
+# A peer that is not a process of this host (here: in another network
+# namespace, through a veth pair) has no owner lcfibd can see: it is refused
+# unless its address is in allowed-remote.
+NS2_PID=
+remote_cleanup()
+{
+	d_kill_mine
+	[ -n "$NS2_PID" ] && kill "$NS2_PID" 2>/dev/null && wait "$NS2_PID" 2>/dev/null
+	[ -n "$NS_PID" ] && kill "$NS_PID" 2>/dev/null && wait "$NS_PID" 2>/dev/null
+}
+
+test_fpm_a_remote_peer_needs_allowed_remote()
+{
+	local port s
+	[ "$(id -u)" = 0 ] || t_skip "needs root (network namespaces)"
+	command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+		t_skip "unshare and nsenter (util-linux) are needed"
+	unshare -n sleep 100000 &
+	NS_PID=$!
+	unshare -n sleep 100000 &
+	NS2_PID=$!
+	trap remote_cleanup EXIT
+	sleep 0.1
+	ip link add fpmr0 netns "$NS_PID" type veth peer name fpmr1 netns "$NS2_PID" &&
+		ns ip addr add 198.19.0.1/24 dev fpmr0 && ns ip link set fpmr0 up && ns ip link set lo up &&
+		nsenter -t "$NS2_PID" -n ip addr add 198.19.0.2/24 dev fpmr1 &&
+		nsenter -t "$NS2_PID" -n ip link set fpmr1 up || fail "cannot set up the namespaces"
+	port=$(free_port)
+	D_WRAP="nsenter -t $NS_PID -n" fpm_start "$port" "$SETTLE" 198.19.0.1
+	s=$(d_sock "$A")
+	nsenter -t "$NS2_PID" -n "$PYTHON" "$E2E_HELPERS/fpm_send.py" --host 198.19.0.1 --port "$port" \
+		--connect-timeout 30 script - <<EOF >/dev/null || fail "the remote sender failed"
+route add 10.250.0.0/16 via 192.0.2.1 dev $DEV
+EOF
+	wait_until "the remote peer is refused" fpm_counter_is "$s" unauthorized 1
+	log_has "$A" "FPM peer 198.19.0.2:[0-9]+ refused: not a process of this host, and its address is not in allowed-remote" ||
+		fail "no refusal line for the remote peer"
+	fpm_counter "$s" connects 0
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"allowed-remote":["198.19.0.0/24"]}}}}'
+	nsenter -t "$NS2_PID" -n "$PYTHON" "$E2E_HELPERS/fpm_send.py" --host 198.19.0.1 --port "$port" \
+		script - <<EOF >/dev/null || fail "the remote sender failed"
+route add 10.250.0.0/16 via 192.0.2.1 dev $DEV
+EOF
+	wait_routes "$s" "10.250.0.0/16 unicast metric 0 via 192.0.2.1 dev if$DEV" "the allowed remote peer's route"
+	log_has "$A" "FPM peer 198.19.0.2:[0-9]+ connected \(not on this host\)" || fail "no connect line for the remote peer"
+	fpm_counter "$s" unauthorized 1
+	fpm_counter "$s" connects 1
+	d_stop "$A"
+}
+
 # An ECMP route: with nexthop groups zebra may send a group before a member.
 frr_ecmp()
 {
@@ -1195,6 +1245,7 @@ t_run test_fpm_turning_the_feed_off_removes_its_routes
 t_run test_fpm_full_table
 t_run test_fpm_frr_static_routes_with_nexthop_groups
 t_run test_fpm_frr_static_routes_without_nexthop_groups
+t_run test_fpm_a_remote_peer_needs_allowed_remote
 t_run test_fpm_frr_an_idle_zebra_stays_connected
 t_run test_fpm_frr_ecmp_routes_with_nexthop_groups
 t_run test_fpm_frr_ecmp_routes_without_nexthop_groups

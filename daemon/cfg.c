@@ -4,15 +4,18 @@
  * handler per config leaf (validate/prepare may fail, apply may not), and
  * its file, written atomically after every committed edit.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <grp.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,8 +152,103 @@ static void cfg_apply_kernel(struct lcfibd *d, const struct lyd_node *tree, bool
 	feed_kernel_apply(d);
 }
 
+/*
+ * feeds/fpm/allowed-user: uids, and names looked up now. A name set by
+ * hand must exist (a typo would lock zebra out); a default one may not (no
+ * frr user yet): the feed looks it up again when someone connects.
+ */
+static int cfg_fpm_users(const struct lyd_node *tree, struct feed_fpm_cfg *c, struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+	int ret = 0;
+
+	if (lyd_find_xpath(tree, CFG_TOP "/feeds/fpm/allowed-user", &set) != LY_SUCCESS) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/feeds/fpm/allowed-user",
+			       "cannot read the FPM feed's allowed users");
+		return -1;
+	}
+	if (set->count > FEED_FPM_MAX_USERS) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/feeds/fpm/allowed-user",
+			       "allowed-user: at most %d users", FEED_FPM_MAX_USERS);
+		ly_set_free(set, NULL);
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count && !ret; i++) {
+		const char *v = lyd_get_value(set->dnodes[i]);
+		struct feed_fpm_user *u = &c->users[c->n_users++];
+		struct passwd pw, *found = NULL;
+		char buf[1024];
+
+		if (!v)
+			continue;
+		memcpy(u->name, v, strnlen(v, sizeof(u->name) - 1));
+		if (v[0] >= '0' && v[0] <= '9') {
+			unsigned long long uid = strtoull(v, NULL, 10);
+
+			u->known = uid < (uid_t)-1;
+			u->uid = (uid_t)uid;
+			if (!u->known) {
+				lcfibd_err_set(e, CTL_TAG_INVALID,
+					       CFG_TOP "/feeds/fpm/allowed-user",
+					       "allowed-user: %s is not a uid (0..%u)", v,
+					       (unsigned int)(uid_t)-2);
+				ret = -1;
+			}
+			continue;
+		}
+		if (getpwnam_r(v, &pw, buf, sizeof(buf), &found) == 0 && found) {
+			u->known = true;
+			u->uid = found->pw_uid;
+		} else if (!(set->dnodes[i]->flags & LYD_DEFAULT)) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/feeds/fpm/allowed-user",
+				       "allowed-user: no user '%s' on this host", v);
+			ret = -1;
+		}
+	}
+	ly_set_free(set, NULL);
+	return ret;
+}
+
+/* feeds/fpm/allowed-remote: "ADDRESS/LENGTH" each (the schema checked the form). */
+static int cfg_fpm_remote(const struct lyd_node *tree, struct feed_fpm_cfg *c, struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+
+	if (lyd_find_xpath(tree, CFG_TOP "/feeds/fpm/allowed-remote", &set) != LY_SUCCESS) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/feeds/fpm/allowed-remote",
+			       "cannot read the FPM feed's allowed remote peers");
+		return -1;
+	}
+	if (set->count > FEED_FPM_MAX_REMOTE) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/feeds/fpm/allowed-remote",
+			       "allowed-remote: at most %d prefixes", FEED_FPM_MAX_REMOTE);
+		ly_set_free(set, NULL);
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count; i++) {
+		struct feed_fpm_prefix *pf = &c->remote[c->n_remote++];
+		char addr[64], *slash;
+
+		snprintf(addr, sizeof(addr), "%s", lyd_get_value(set->dnodes[i]));
+		slash = strchr(addr, '/');
+		if (slash)
+			*slash = '\0';
+		pf->family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+		pf->len = (uint8_t)(slash ? strtoul(slash + 1, NULL, 10) : 0);
+		if (inet_pton(pf->family, addr, pf->addr) != 1) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/feeds/fpm/allowed-remote",
+				       "allowed-remote: %s is not a prefix",
+				       lyd_get_value(set->dnodes[i]));
+			ly_set_free(set, NULL);
+			return -1;
+		}
+	}
+	ly_set_free(set, NULL);
+	return 0;
+}
+
 /* feeds/fpm from the candidate @tree (with defaults). */
-static void cfg_fpm_read(const struct lyd_node *tree, struct feed_fpm_cfg *c)
+static int cfg_fpm_read(const struct lyd_node *tree, struct feed_fpm_cfg *c, struct lcfibd_err *e)
 {
 	const char *v;
 
@@ -163,6 +261,9 @@ static void cfg_fpm_read(const struct lyd_node *tree, struct feed_fpm_cfg *c)
 	c->port = (uint16_t)(v ? strtoul(v, NULL, 10) : 2620);
 	v = cfg_value(tree, "feeds/fpm/replay-settle");
 	c->replay_settle_ms = (uint32_t)(v ? strtoul(v, NULL, 10) : 3000);
+	v = cfg_value(tree, "feeds/fpm/hold-time");
+	c->hold_time_s = (uint32_t)(v ? strtoul(v, NULL, 10) : 30);
+	return cfg_fpm_users(tree, c, e) || cfg_fpm_remote(tree, c, e) ? -1 : 0;
 }
 
 /* Every feeds/fpm leaf: the feed binds its listener here, so a port in use refuses the edit. */
@@ -170,7 +271,10 @@ static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct
 {
 	struct feed_fpm_cfg c;
 
-	cfg_fpm_read(tree, &c);
+	if (cfg_fpm_read(tree, &c, e))
+		return -1;
+	/* No running config yet: cfg_init() at start, where a taken port must not stop lcfibd. */
+	c.at_start = !d->running;
 	return feed_fpm_prepare(d, &c, e) ? -1 : 0;
 }
 
@@ -202,6 +306,9 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/feeds/fpm/address", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/port", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/replay-settle", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/allowed-user", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/allowed-remote", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
+	{ CFG_TOP "/feeds/fpm/hold-time", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },

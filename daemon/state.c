@@ -259,8 +259,9 @@ static bool state_wants_tables(const char *xpath)
 	       strchr(xpath, '*') != NULL;
 }
 
+/* @fi: the FPM feed's own (NULL for the kernel's). */
 static int state_feed(struct lyd_node *feeds, const char *name, bool running,
-		      const struct feed_stats *fs, const char *peer, time_t since)
+		      const struct feed_stats *fs, const struct feed_fpm_info *fi)
 {
 	struct lyd_node *n;
 	int ret;
@@ -268,10 +269,10 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	if (lyd_new_list(feeds, NULL, "feed", 0, &n, name) != LY_SUCCESS)
 		return -1;
 	ret = state_term(n, "running", "%s", running ? "true" : "false");
-	if (peer && peer[0])
-		ret |= state_term(n, "peer", "%s", peer);
-	if (since)
-		ret |= state_time(n, "connected-since", since);
+	if (fi && fi->peer[0])
+		ret |= state_term(n, "peer", "%s", fi->peer);
+	if (fi && fi->since)
+		ret |= state_time(n, "connected-since", fi->since);
 	ret |= state_u64(n, "messages", fs->messages);
 	ret |= state_u64(n, "routes", fs->routes);
 	ret |= state_u64(n, "nexthop-objects", fs->nexthops);
@@ -283,12 +284,18 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	ret |= state_u64(n, "apply-errors", fs->apply_errors);
 	ret |= state_u64(n, "dumps", fs->dumps);
 	ret |= state_u64(n, "swept", fs->swept);
-	if (strcmp(name, "kernel") == 0) {
+	if (!fi) {
 		ret |= state_u64(n, "resyncs", fs->resyncs);
 		ret |= state_u64(n, "enobufs", fs->enobufs);
 	} else {
 		ret |= state_u64(n, "connects", fs->connects);
 		ret |= state_u64(n, "refused", fs->refused);
+		ret |= state_u64(n, "unauthorized", fi->unauthorized);
+		ret |= state_u64(n, "dropped-silent", fi->dropped_silent);
+		if (fi->listening[0])
+			ret |= state_term(n, "listening", "%s", fi->listening);
+		if (fi->listen_error[0])
+			ret |= state_term(n, "listen-error", "%s", fi->listen_error);
 	}
 	if (fs->last_error[0])
 		ret |= state_term(n, "last-error", "%s", fs->last_error);
@@ -299,8 +306,7 @@ static int state_feeds(struct lcfibd *d, struct lyd_node *st)
 {
 	struct lyd_node *n = state_inner(st, "feeds");
 	struct feed_stats fs;
-	char peer[128] = "";
-	time_t since = 0;
+	struct feed_fpm_info fi;
 	bool running;
 	int ret;
 
@@ -308,10 +314,11 @@ static int state_feeds(struct lcfibd *d, struct lyd_node *st)
 		return -1;
 	memset(&fs, 0, sizeof(fs));
 	running = feed_kernel_stats(d, &fs);
-	ret = state_feed(n, "kernel", running, &fs, NULL, 0);
+	ret = state_feed(n, "kernel", running, &fs, NULL);
 	memset(&fs, 0, sizeof(fs));
-	running = feed_fpm_stats(d, &fs, peer, sizeof(peer), &since);
-	ret |= state_feed(n, "fpm", running, &fs, peer, since);
+	memset(&fi, 0, sizeof(fi));
+	running = feed_fpm_stats(d, &fs, &fi);
+	ret |= state_feed(n, "fpm", running, &fs, &fi);
 	return ret;
 }
 

@@ -13,7 +13,9 @@ one or more netlink messages.
                                           as the socket takes it
 
 Options: --host, --port (127.0.0.1:2620); --hold SECS (keep the connection
-open after sending: lcfibd sees no disconnect); --expect-close SECS (wait for
+open after sending: lcfibd sees no disconnect; at the end the sender
+half-closes and waits for lcfibd to close, as lcfibd refuses a peer whose
+socket is gone before it could check its owner); --expect-close SECS (wait for
 lcfibd to close the connection: exit 0 when it does, 3 when it does not);
 --save FILE (script, bulk: write the stream to FILE instead of sending it, so
 that a benchmark measures lcfibd rather than this script);
@@ -314,7 +316,16 @@ class Sender:
                     return True
 
     def close(self):
+        """Half-closes, then waits (10 s at most) until lcfibd closes: lcfibd
+        checks who owns the socket at the connection's other end, and a
+        socket closed at once has no owner left to check (refused)."""
         self.flush()
+        if isinstance(self.s, socket.socket):
+            try:
+                self.s.shutdown(socket.SHUT_WR)
+                self.closed_by_peer(10)
+            except OSError:
+                pass
         self.s.close()
 
 

@@ -73,18 +73,25 @@ free_port()
 A=
 d_name() { A=d$(echo "${FUNCNAME[*]}" | md5sum | cut -c1-8); }
 
-# fpm_start PORT [SETTLE] [ADDRESS]: lcfibd $A with the FPM feed on from its config file.
+# fpm_start PORT [SETTLE] [ADDRESS] [MORE]: lcfibd $A with the FPM feed on
+# from its config file; MORE: more feeds/fpm leaves (',"hold-time":1').
 fpm_start()
 {
-	local port=$1 settle=${2:-$SETTLE} addr=${3:-127.0.0.1} name
+	fpm_start_only "$@"
+	log_has "$A" "FPM feed listening on .*:$1" || fail "no listening line in the log"
+}
+
+# fpm_start_only PORT [SETTLE] [ADDRESS] [MORE]: as fpm_start, whether it listens or not.
+fpm_start_only()
+{
+	local port=$1 settle=${2:-$SETTLE} addr=${3:-127.0.0.1} more=${4:-} name
 	d_name
 	name=$A
 	rm -f "$T/stage1" "$T/stage2"
 	mkdir -p "$T/$name"
-	printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"address":"%s","port":%s,"replay-settle":%s}}}}\n' \
-		"$addr" "$port" "$settle" >"$T/$name/config.json"
+	printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"address":"%s","port":%s,"replay-settle":%s%s}}}}\n' \
+		"$addr" "$port" "$settle" "$more" >"$T/$name/config.json"
 	d_start "$name" -c "$T/$name/config.json" || fail "lcfibd $name did not start"
-	log_has "$name" "FPM feed listening on .*:$port" || fail "no listening line in the log"
 }
 
 # "${SEND[@]}" [OPTIONS...] script|bulk|probe ...: our FPM sender, in the
@@ -579,6 +586,151 @@ EOF
 	d_stop "$A"
 }
 
+# nobody_need: a python3 that nobody may run ($NOBODY_PYTHON), and
+# $T/bin/fpm_send.py that it can read; or a skip.
+NOBODY_PYTHON=
+nobody_need()
+{
+	[ "$(id -u)" = 0 ] || t_skip "needs root, to run a client as nobody"
+	command -v setpriv >/dev/null || t_skip "setpriv is not installed (Debian: util-linux)"
+	NOBODY_PYTHON=$PYTHON
+	as_nobody "$NOBODY_PYTHON" -c '' 2>/dev/null || NOBODY_PYTHON=/usr/bin/python3
+	as_nobody "$NOBODY_PYTHON" -c '' || t_skip "no python3 that nobody may run"
+	mkdir -p "$T/bin"
+	cp "$E2E_HELPERS/fpm_send.py" "$T/bin/"
+	chmod -R a+rX "$T/bin"
+	as_nobody test -r "$T/bin/fpm_send.py" || t_skip "nobody cannot reach $T: make TMPDIR traversable by all"
+}
+
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+
+# An FPM connection of a user not in allowed-user (nobody) is refused before
+# it can add a route or start a replay whose sweep would remove zebra's
+# routes; it is counted, and logged at most once in 10 s. A uid in
+# allowed-user lets the same client in.
+test_fpm_a_user_not_allowed_is_refused_and_counted()
+{
+	local port s i
+	nobody_need
+	port=$(free_port)
+	fpm_start "$port"
+	s=$(d_sock "$A")
+	# zebra's session (ours, as root): its replay settles, then it goes.
+	first_session "$port" "$s" <<EOF
+route add 10.0.0.0/24 via 192.0.2.1 dev $DEV
+route add 10.1.0.0/24 via 192.0.2.1 dev $DEV
+EOF
+	wait_until "the first session ends" log_has "$A" "FPM peer .* disconnected"
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":100}}}}'
+	for i in 1 2 3; do
+		as_nobody "$NOBODY_PYTHON" "$T/bin/fpm_send.py" --port "$port" --hold 1 script - <<EOF >/dev/null 2>&1
+route add 10.250.$i.0/24 via 192.0.2.1 dev $DEV
+EOF
+	done
+	wait_until "three connections of nobody are refused" fpm_counter_is "$s" unauthorized 3
+	expect_eq "$(log_count "$A" "FPM peer 127.0.0.1:[0-9]+ refused: uid 65534 \(nobody\) is not an allowed-user")" 1 \
+		"refusal lines in the log (one per 10 s)"
+	fpm_counter "$s" connects 1
+	fpm_counter "$s" dumps 1
+	# No route of nobody's, and no sweep of zebra's (replay-settle is 100 ms now).
+	sleep 0.5
+	expect_routes "$s" "10.0.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV
+10.1.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV" "after nobody's connections"
+	fpm_counter "$s" swept 0
+	# By uid: nobody may, now (root still may: it is named too).
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"allowed-user":["root","65534"]}}}}'
+	as_nobody "$NOBODY_PYTHON" "$T/bin/fpm_send.py" --port "$port" script - <<EOF >/dev/null ||
+route add 10.250.9.0/24 via 192.0.2.1 dev $DEV
+EOF
+		fail "nobody's FPM client failed"
+	wait_until "nobody's route arrives" lcfib_has "$s" 10.250.9.0/24
+	fpm_counter "$s" unauthorized 3
+	fpm_counter "$s" connects 2
+	# A user this host does not have is refused in the edit, naming it.
+	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"allowed-user":["no-such-user-lcfib"]}}}}'
+	expect_match "$OUT" "allowed-user: no user 'no-such-user-lcfib' on this host" "the error"
+	d_stop "$A"
+}
+
+# A peer that sends part of a frame and then nothing is dropped after
+# hold-time (else it would hold the only slot for ever); one that sent whole
+# frames may stay silent far longer: zebra sends no keepalives.
+test_fpm_a_peer_that_leaves_a_frame_unfinished_is_dropped()
+{
+	local port s out
+	port=$(free_port)
+	fpm_start "$port" "$SETTLE" 127.0.0.1 ',"hold-time":1'
+	s=$(d_sock "$A")
+	out=$("$PYTHON" - "$port" <<'EOF'
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"\x01\x01")  # an FPM header's first 2 bytes
+c.settimeout(30)
+try:
+    print("closed by lcfibd" if c.recv(16) == b"" else "data?")
+except socket.timeout:
+    print("still open after 30 s")
+EOF
+	)
+	expect_eq "$out" "closed by lcfibd" "a peer with 2 bytes of a frame"
+	log_has "$A" "FPM peer 127.0.0.1:[0-9]+ sent 2 bytes of a frame and nothing more for 1 s \(hold-time\); dropping it" ||
+		fail "no hold-time line in the log"
+	fpm_counter "$s" dropped-silent 1
+	# Whole frames, then silence for 4 hold-times: the peer stays.
+	"${SEND[@]}" --port "$port" --hold 30 script - <<EOF >/dev/null &
+route add 10.0.0.0/24 via 192.0.2.1 dev $DEV
+EOF
+	bg=$!
+	wait_routes "$s" "10.0.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV" "the quiet peer's route"
+	sleep 4
+	expect_match "$(fpm_value "$s" peer)" "127.0.0.1:[0-9]+" "the quiet peer"
+	fpm_counter "$s" dropped-silent 1
+	fpm_counter "$s" connects 2
+	# While it holds the slot, a new connection is refused (the rule stays).
+	out=$(send "$port" probe) || fail "the second connection was not closed by lcfibd: $out"
+	expect_eq "$out" "closed by lcfibd" "a second peer while a quiet one is connected"
+	fpm_counter "$s" refused 1
+	kill "$bg"
+	d_stop "$A"
+}
+
+# Anyone may take the FPM port first: lcfibd starts anyway, the feed's state
+# says why it does not listen, the log says it once, and the feed binds once
+# the port is free.
+test_fpm_a_port_taken_at_start_does_not_stop_lcfibd()
+{
+	local port s
+	port=$(free_port)
+	"$PYTHON" -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+print("ok", flush=True); time.sleep(60)' "$port" >"$T/squatter.out" &
+	bg=$!
+	wait_until "the squatter listens" grep -q ok "$T/squatter.out"
+	fpm_start_only "$port"
+	s=$(d_sock "$A")
+	expect_eq "$(fpm_value "$s" listen-error)" "cannot listen on 127.0.0.1:$port: Address already in use" \
+		"listen-error while the port is taken"
+	expect_eq "$(fpm_value "$s" running)" true "running"
+	fpm_value "$s" listening >/dev/null && fail "the state says it listens"
+	# Edits of other leaves go through while it tries again.
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":200}}}}'
+	sleep 4.5 # two tries at least
+	expect_eq "$(log_count "$A" "FPM feed: cannot listen on 127.0.0.1:$port: Address already in use")" 1 \
+		"error lines in the log (once per change)"
+	kill "$bg"
+	wait "$bg" 2>/dev/null
+	wait_until "the feed listens" fpm_counter_is "$s" listening "127.0.0.1:$port"
+	log_has "$A" "FPM feed listening on 127.0.0.1:$port, after [0-9]+ s without a listener" ||
+		fail "no listening line after the tries"
+	fpm_value "$s" listen-error >/dev/null && fail "listen-error is still there"
+	send_script "$port" <<EOF >/dev/null || fail "no FPM listener after the port came free"
+route add 10.0.0.0/24 via 192.0.2.1 dev $DEV
+EOF
+	wait_routes "$s" "10.0.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV" "a route once the feed listens"
+	d_stop "$A"
+}
+
 test_fpm_listens_on_ipv6()
 {
 	local port s
@@ -862,6 +1014,88 @@ EOF
 test_fpm_frr_static_routes_with_nexthop_groups() { frr_static_routes yes; }
 test_fpm_frr_static_routes_without_nexthop_groups() { frr_static_routes no; }
 
+# zebra sends no keepalives: connected, its table sent, it is silent for as
+# long as nothing changes (docs/DAEMON.md has the measurement). The hold
+# timer counts only while a frame is unfinished, so an idle zebra stays: here
+# hold-time is 1 s and zebra idles for 6. zebra runs as user frr, one of the
+# default allowed users.
+test_fpm_frr_an_idle_zebra_stays_connected()
+{
+	local port s
+	frr_need
+	frr_netns
+	port=$(free_port)
+	D_WRAP="nsenter -t $NS_PID -n" fpm_start "$port" 300 127.0.0.1 ',"hold-time":1'
+	s=$(d_sock "$A")
+	zebra_start "$port"
+	cat >"$T/static.conf" <<EOF
+ip route 10.1.0.0/16 198.18.0.2
+EOF
+	staticd_start "$T/static.conf"
+	wait_until "zebra's route arrives" lcfib_has "$s" 10.1.0.0/16
+	wait_until "the replay settles" log_has "$A" "replay settled"
+	log_has "$A" "FPM peer 127.0.0.1:[0-9]+ connected \(uid [0-9]+ \(frr\)\)" ||
+		fail "zebra's connection is not logged as frr's: $(grep connected "$(d_log "$A")")"
+	sleep 6
+	expect_match "$(fpm_value "$s" peer)" "127.0.0.1:[0-9]+" "zebra's connection after 6 s idle"
+	fpm_counter "$s" connects 1
+	fpm_counter "$s" dropped-silent 0
+	fpm_counter "$s" unauthorized 0
+	log_has "$A" "FPM peer .* (disconnected|dropped)" && fail "zebra's connection was closed"
+	zebra_kill
+	d_stop "$A"
+}
+
+# A peer that is not a process of this host (here: in another network
+# namespace, through a veth pair) has no owner lcfibd can see: it is refused
+# unless its address is in allowed-remote.
+NS2_PID=
+remote_cleanup()
+{
+	d_kill_mine
+	[ -n "$NS2_PID" ] && kill "$NS2_PID" 2>/dev/null && wait "$NS2_PID" 2>/dev/null
+	[ -n "$NS_PID" ] && kill "$NS_PID" 2>/dev/null && wait "$NS_PID" 2>/dev/null
+}
+
+test_fpm_a_remote_peer_needs_allowed_remote()
+{
+	local port s
+	[ "$(id -u)" = 0 ] || t_skip "needs root (network namespaces)"
+	command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+		t_skip "unshare and nsenter (util-linux) are needed"
+	unshare -n sleep 100000 &
+	NS_PID=$!
+	unshare -n sleep 100000 &
+	NS2_PID=$!
+	trap remote_cleanup EXIT
+	sleep 0.1
+	ip link add fpmr0 netns "$NS_PID" type veth peer name fpmr1 netns "$NS2_PID" &&
+		ns ip addr add 198.19.0.1/24 dev fpmr0 && ns ip link set fpmr0 up && ns ip link set lo up &&
+		nsenter -t "$NS2_PID" -n ip addr add 198.19.0.2/24 dev fpmr1 &&
+		nsenter -t "$NS2_PID" -n ip link set fpmr1 up || fail "cannot set up the namespaces"
+	port=$(free_port)
+	D_WRAP="nsenter -t $NS_PID -n" fpm_start "$port" "$SETTLE" 198.19.0.1
+	s=$(d_sock "$A")
+	nsenter -t "$NS2_PID" -n "$PYTHON" "$E2E_HELPERS/fpm_send.py" --host 198.19.0.1 --port "$port" \
+		--connect-timeout 30 script - <<EOF >/dev/null || fail "the remote sender failed"
+route add 10.250.0.0/16 via 192.0.2.1 dev $DEV
+EOF
+	wait_until "the remote peer is refused" fpm_counter_is "$s" unauthorized 1
+	log_has "$A" "FPM peer 198.19.0.2:[0-9]+ refused: not a process of this host, and its address is not in allowed-remote" ||
+		fail "no refusal line for the remote peer"
+	fpm_counter "$s" connects 0
+	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"allowed-remote":["198.19.0.0/24"]}}}}'
+	nsenter -t "$NS2_PID" -n "$PYTHON" "$E2E_HELPERS/fpm_send.py" --host 198.19.0.1 --port "$port" \
+		script - <<EOF >/dev/null || fail "the remote sender failed"
+route add 10.250.0.0/16 via 192.0.2.1 dev $DEV
+EOF
+	wait_routes "$s" "10.250.0.0/16 unicast metric 0 via 192.0.2.1 dev if$DEV" "the allowed remote peer's route"
+	log_has "$A" "FPM peer 198.19.0.2:[0-9]+ connected \(not on this host\)" || fail "no connect line for the remote peer"
+	fpm_counter "$s" unauthorized 1
+	fpm_counter "$s" connects 1
+	d_stop "$A"
+}
+
 # An ECMP route: with nexthop groups zebra may send a group before a member.
 frr_ecmp()
 {
@@ -1002,12 +1236,17 @@ t_run test_fpm_a_disconnect_keeps_the_routes
 t_run test_fpm_a_partial_replay_sweeps_what_was_not_replayed
 t_run test_fpm_a_replay_cut_short_does_not_sweep
 t_run test_fpm_a_port_in_use_refuses_the_edit
+t_run test_fpm_a_user_not_allowed_is_refused_and_counted
+t_run test_fpm_a_peer_that_leaves_a_frame_unfinished_is_dropped
+t_run test_fpm_a_port_taken_at_start_does_not_stop_lcfibd
 t_run test_fpm_listens_on_ipv6
 t_run test_fpm_a_new_address_or_port_rebinds
 t_run test_fpm_turning_the_feed_off_removes_its_routes
 t_run test_fpm_full_table
 t_run test_fpm_frr_static_routes_with_nexthop_groups
 t_run test_fpm_frr_static_routes_without_nexthop_groups
+t_run test_fpm_a_remote_peer_needs_allowed_remote
+t_run test_fpm_frr_an_idle_zebra_stays_connected
 t_run test_fpm_frr_ecmp_routes_with_nexthop_groups
 t_run test_fpm_frr_ecmp_routes_without_nexthop_groups
 t_run test_fpm_frr_restart_in_the_middle_of_the_replay_with_nexthop_groups

@@ -143,6 +143,8 @@ g error-set-sync-mem-too-large set sync-mem 100G
 g error-set-log-level-unknown set log-level loud
 g error-set-route-file-relative set route-files route-file x.txt
 g error-set-fpm-port-without-a-value set feeds fpm port
+g error-set-fpm-port-0 set feeds fpm port 0
+g error-set-fpm-allowed-user-unknown set feeds fpm allowed-user no-such-user-lcfib
 g error-lookup-without-an-address lookup
 g error-lookup-short-address lookup 1.2.3
 g error-lookup-misspelt-keyword lookup 1.2.3.4 tabel 5

@@ -97,7 +97,7 @@ void cache_gens_begin(struct cache_gens *g, const struct addr_prefix *p)
 		return;
 	CACHE_STORE(g->seq, g->seq + 1);
 	/* Odd before any slot moves: a fill that reads a new slot sees the edit. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	CACHE_FENCE_REL();
 	top = g->family == AF_INET6 ? (uint32_t)(addr_key6(&p->a) >> 96) : addr_key4(&p->a) >> 8;
 	if (p->plen >= kbits) {
 		cache_gens_bump(g, cache_gen_slot(top));
@@ -225,7 +225,7 @@ static bool cache_del_from_hash(struct cache *c, struct cache_thread *t, uint32_
 static void cache_elem_write(struct cache_elem *e, const uint64_t v[2], int found, uint32_t gen)
 {
 	/* After the odd seqcount, before the data: a reader that sees new data sees odd. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	CACHE_FENCE_REL();
 	CACHE_STORE(e->val[0], v[0]);
 	CACHE_STORE(e->val[1], v[1]);
 	CACHE_STORE(e->found, (uint8_t)found);
@@ -661,7 +661,7 @@ static bool cache_resolve(struct cache *c, struct cache_thread *t, uint64_t k0, 
 		memcpy(v, r, sizeof(v));
 		*out = *r;
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	CACHE_FENCE_ACQ();
 	if (!(s1 & 1) && CACHE_LOAD(c->gens->seq) == s1)
 		cache_fill(c, t, k0, k1, v, r != NULL, gen);
 	else

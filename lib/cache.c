@@ -36,7 +36,7 @@ struct cache_lru {
 struct cache_loc {
 	uint32_t lock;
 	uint32_t head[2];  /* sentinels: local free, pending */
-	uint32_t is_empty; /* both lists empty; read without the lock */
+	uint32_t is_empty; /* the local free list is empty; read without the lock */
 	uint32_t next_steal;
 } __attribute__((aligned(64)));
 

@@ -16,7 +16,7 @@ set terminal svg size 640,400 dynamic font "sans,11"
 set output "$out/$1"
 set logscale x 2
 set format x "2^{%L}"
-set xlabel "cache size (elements, 2^k + 1)"
+set xlabel "cache size (elements, 2^k + 1)" noenhanced
 set ylabel "$2"
 set key left top
 set grid

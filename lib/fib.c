@@ -9,6 +9,7 @@
 
 #include <urcu/pointer.h>
 
+#include "lib/cache.h"
 #include "lib/fib.h"
 
 /* The tables, published as a whole: adding one copies the array. */
@@ -157,6 +158,20 @@ static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family
 	return tb;
 }
 
+const struct fib_table *fib_table_cache(struct fib *f, uint32_t id, int family)
+{
+	struct fib_table *tb = fib_table_obtain(f, id, family);
+
+	if (tb && !tb->gens) {
+		struct cache_gens *g = cache_gens_new(family);
+
+		if (!g)
+			return NULL;
+		rcu_assign_pointer(tb->gens, g);
+	}
+	return tb;
+}
+
 /* -------------------------------------------------------------- the fib */
 
 struct fib *fib_new(void)
@@ -202,6 +217,7 @@ void fib_destroy(struct fib *f)
 			trie4_destroy(tb->t4);
 		else
 			trie6_destroy(tb->t6);
+		cache_gens_free(tb->gens);
 		mem_free(f->mem, MEM_TABLE, tb, sizeof(*tb));
 	}
 	mem_free(f->mem, MEM_TABLE, f->tables, fib_tables_size(f->tables));
@@ -664,12 +680,23 @@ static int fib6_del_fn(void *ctx, const struct fib_route *old, unsigned int n,
 	return -ESRCH;
 }
 
+/*
+ * Every trie edit goes through here. The caches' generations move around
+ * it, and the callers drop what the edit took out only after it returns
+ * (the protocol of lib/cache.h).
+ */
 static int fib_table_edit(struct fib_table *tb, const struct addr_prefix *p, trie_edit_fn *fn,
 			  void *ctx)
 {
+	int ret;
+
+	cache_gens_begin(tb->gens, p);
 	if (tb->family == AF_INET)
-		return trie4_edit(tb->t4, addr_key4(&p->a), p->plen, fn, ctx);
-	return trie6_edit(tb->t6, addr_key6(&p->a), p->plen, fn, ctx);
+		ret = trie4_edit(tb->t4, addr_key4(&p->a), p->plen, fn, ctx);
+	else
+		ret = trie6_edit(tb->t6, addr_key6(&p->a), p->plen, fn, ctx);
+	cache_gens_end(tb->gens);
+	return ret;
 }
 
 static void fib_release_removed(struct fib *f, struct fib_edit *ed)

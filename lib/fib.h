@@ -47,6 +47,7 @@
 #define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
 
 struct fib;
+struct cache_gens;
 
 struct fib_table {
 	uint32_t id;
@@ -55,6 +56,7 @@ struct fib_table {
 		struct trie4 *t4;
 		struct trie6 *t6;
 	};
+	struct cache_gens *gens; /* the destination caches' generations (lib/cache.h), or NULL */
 };
 
 /*
@@ -193,6 +195,12 @@ int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err);
 
 /* Reader or writer. The table, or NULL. Tables live as long as the FIB. */
 const struct fib_table *fib_table_get_rcu(const struct fib *f, uint32_t id, int family);
+
+/*
+ * Writer. The table (made if new) with the generations its destination
+ * caches validate against (lib/cache.h). NULL when out of memory.
+ */
+const struct fib_table *fib_table_cache(struct fib *f, uint32_t id, int family);
 
 /*
  * Reader or writer. The @i-th table (from 0), or NULL past the last: to

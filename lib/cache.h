@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A destination cache in front of one table's trie: an LRU hash map from
+ * address to the answer of fib_lookup4_rcu() / fib_lookup6_rcu(), on the
+ * design of the Linux BPF LRU hash map (kernel/bpf/bpf_lru_list.c,
+ * hashtab.c, percpu_freelist.c).
+ *
+ * Modes, as in the kernel:
+ *  - CACHE_COMMON: one LRU (active, inactive and free lists, a ref bit per
+ *    element) shared by all threads, and per thread a local free list and
+ *    pending list: a thread takes up to CACHE_LOCAL_FREE_TARGET free
+ *    elements at a time, so that most fills take no shared lock.
+ *  - CACHE_PERTHREAD (BPF_F_NO_COMMON_LRU): each thread owns its lists and
+ *    a share of the elements, which never move between threads, so a flood
+ *    of misses on one thread evicts only that thread's elements.
+ * Eviction rotates the inactive list scanning nr_scans elements (the
+ * kernel's 16, and 4 for per-CPU lists; here a setting, 1..128).
+ *
+ * Elements are allocated when the cache is made (at least
+ * CACHE_MIN_PER_THREAD per thread). A fill whose own free list is empty
+ * tries the other threads' local free lists (common mode), skipping those
+ * flagged empty without taking their lock; only then does it evict.
+ *
+ * Threads. cache_new() and cache_destroy() belong to the FIB's writer.
+ * Readers (registered with fib_reader_register()) call the *_rcu functions
+ * between fib_read_lock() and fib_read_unlock(), each with its own
+ * struct cache_thread (index 0..threads-1: one thread per index at a time).
+ * A hit takes no lock and writes nothing shared but the element's ref bit,
+ * and that only when it is clear. A miss looks the trie up and fills,
+ * taking the cache's spinlocks (never a lock of the writer).
+ *
+ * Invalidation protocol (why a cached answer is never stale nor dangling):
+ *  1. The cached value is a copy of the struct fib_route, not a pointer
+ *     into a leaf; its nh pointer is protected as the trie's is.
+ *  2. Each table has generations (struct cache_gens, made by the first
+ *     cache of the table): one per slot, a slot being a hash of the
+ *     address's first 24 (IPv4) or 32 (IPv6) bits, and a change sequence.
+ *  3. For every prefix it edits, the writer (fib.c) calls
+ *     cache_gens_begin(): the sequence goes odd, then every slot the
+ *     prefix covers gets a new generation; then it edits the trie; then
+ *     cache_gens_end() makes the sequence even. Only after that does it
+ *     drop the references of what it took out (retire, free after a grace
+ *     period).
+ *  4. A hit compares the element's generation with its slot's, inside the
+ *     read-side section. Equal means the slot had not been bumped when the
+ *     reader read it, so the reader's section began before anything of
+ *     the change was retired: the copy and its nexthop are valid until
+ *     fib_read_unlock(), and the answer is the one a trie lookup just
+ *     before the change gave.
+ *  5. A fill reads the sequence, then its slot's generation, then the
+ *     trie, then the sequence again; it stores the answer only if the
+ *     sequence was even and unchanged (no edit overlapped), tagged with
+ *     the generation it read. A later edit of a covering prefix bumps the
+ *     slot, and the element no longer hits.
+ * Elements are reused without a grace period (as in the kernel); a reader
+ * validates each element with its seqcount, so a reused element reads as
+ * a miss, never as another key's answer.
+ */
+#ifndef LCFIB_CACHE_H
+#define LCFIB_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lib/addr.h"
+#include "lib/err.h"
+#include "lib/fib.h"
+#include "lib/route.h"
+
+enum cache_mode {
+	CACHE_COMMON = 0,
+	CACHE_PERTHREAD = 1,
+};
+
+#define CACHE_MAX_THREADS        1024
+#define CACHE_MIN_PER_THREAD     4   /* the size floor: elements per thread */
+#define CACHE_LOCAL_FREE_TARGET  128 /* common mode: free elements a thread takes at once */
+#define CACHE_NR_SCANS_MAX       128
+#define CACHE_NR_SCANS_COMMON    16 /* the kernel's LRU default */
+#define CACHE_NR_SCANS_PERTHREAD 4  /* the kernel's PERCPU_NR_SCANS */
+
+/* Benchmarks only: switch off the lock-free empty-list skip, or the size floor. */
+#define CACHE_F_NO_EMPTY_SKIP 0x1
+#define CACHE_F_NO_FLOOR      0x2
+
+struct cache_cfg {
+	uint32_t size;        /* elements; raised to CACHE_MIN_PER_THREAD * threads */
+	unsigned int threads; /* reader thread indexes, 1..CACHE_MAX_THREADS */
+	enum cache_mode mode;
+	unsigned int nr_scans; /* 1..128; 0: 16 common, 4 per-thread */
+	unsigned int flags;    /* CACHE_F_* */
+};
+
+struct cache_stats {
+	uint64_t hits;
+	uint64_t misses;        /* lookups that went to the trie */
+	uint64_t invalidations; /* misses that found the key with an old generation */
+	uint64_t fills;         /* elements written (new or refreshed) */
+	uint64_t fill_skips;    /* misses not stored: an edit overlapped, or no element */
+	uint64_t evictions;     /* elements taken out of the hash to be reused */
+	uint64_t rotations;     /* LRU rotations */
+	uint64_t steal_locks;   /* other threads' lists locked looking for an element */
+	uint64_t steal_skips;   /* ... and skipped as empty without their lock */
+};
+
+/* ----------------------------------------------- generations (per table) */
+
+#define CACHE_GEN_BITS  12
+#define CACHE_GEN_SLOTS (1u << CACHE_GEN_BITS)
+
+struct cache_gens {
+	uint32_t seq; /* odd while the writer edits the table */
+	uint32_t family;
+	uint64_t bumps; /* slots bumped (writer) */
+	uint32_t slot[CACHE_GEN_SLOTS] __attribute__((aligned(64)));
+};
+
+/* Writer (fib.c). NULL with errno set. */
+struct cache_gens *cache_gens_new(int family);
+void cache_gens_free(struct cache_gens *g);
+/* Writer, around each trie edit of prefix @p (see the protocol above). NULL @g: no cache. */
+void cache_gens_begin(struct cache_gens *g, const struct addr_prefix *p);
+void cache_gens_end(struct cache_gens *g);
+
+static inline uint32_t cache_gen_slot(uint32_t top)
+{
+	return (top * 0x9e3779b1u) >> (32 - CACHE_GEN_BITS);
+}
+
+/* The slot of an IPv4 address (its first 24 bits) and of an IPv6 key's high half (first 32). */
+static inline uint32_t cache_gen_slot4(uint32_t addr)
+{
+	return cache_gen_slot(addr >> 8);
+}
+
+static inline uint32_t cache_gen_slot6(uint64_t hi)
+{
+	return cache_gen_slot((uint32_t)(hi >> 32));
+}
+
+/* ------------------------------------------------------------ the cache */
+
+/* Private: the layout the inline hit path reads. Use the functions. */
+struct cache_link {
+	uint32_t prev, next;
+};
+
+struct cache_elem {
+	uint32_t seq;  /* seqcount: odd while free or being written */
+	uint32_t gen;  /* the slot's generation the answer was read under */
+	uint32_t next; /* hash chain: element index, or CACHE_NULLS | bucket */
+	uint32_t hash;
+	uint64_t key[2]; /* IPv4: key[0] = address; IPv6: high, low halves */
+	uint64_t val[2]; /* a struct fib_route, copied */
+	uint8_t ref;     /* set by a hit when clear; cleared by the LRU */
+	uint8_t found;   /* 0: no route matched (a negative answer) */
+	uint8_t type;    /* the list it is on (under that list's lock) */
+	uint8_t pad;
+	uint16_t owner; /* its thread's lists (pending, or per-thread mode) */
+	uint16_t pad2;
+	struct cache_link l; /* LRU list links */
+} __attribute__((aligned(64)));
+
+struct cache_bucket {
+	uint32_t first;
+	uint32_t lock;
+};
+
+struct cache_thread {
+	struct cache_stats st;
+	unsigned int idx;
+} __attribute__((aligned(64)));
+
+struct cache_lru;
+struct cache_loc;
+
+struct cache {
+	struct cache_elem *elems;
+	struct cache_bucket *buckets;
+	uint32_t bucket_mask;
+	uint32_t n; /* elements */
+	struct cache_gens *gens;
+	const struct fib_table *tb;
+	struct cache_thread *thr;
+	struct cache_lru *lru; /* one (common) or one per thread */
+	struct cache_loc *loc; /* common mode: one per thread */
+	struct cache_link *heads;
+	struct cache_cfg cfg; /* as in effect (size after the floor, nr_scans) */
+	uint32_t target_free;
+	int family;
+};
+
+#define CACHE_NULLS     0x80000000u
+#define CACHE_CHAIN_MAX 32 /* a longer walk is a reader lost in reused elements: a miss */
+
+#define CACHE_LOAD(x)         __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define CACHE_LOAD_ACQ(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define CACHE_STORE(x, v)     __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define CACHE_STORE_REL(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+/*
+ * The seqcount's fences. ThreadSanitizer does not model fences (GCC refuses
+ * them under -Werror=tsan); every access they order is atomic, so it sees
+ * no race, and a compiler barrier keeps the code's shape.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define CACHE_FENCE_ACQ() __asm__ __volatile__("" ::: "memory")
+#define CACHE_FENCE_REL() __asm__ __volatile__("" ::: "memory")
+#else
+#define CACHE_FENCE_ACQ() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define CACHE_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+/* A counter of one thread, read by others: no lock prefix, no torn reads. */
+#define CACHE_INC(x) CACHE_STORE(x, CACHE_LOAD(x) + 1)
+
+static inline uint32_t cache_hash(uint64_t k0, uint64_t k1)
+{
+	uint64_t h = (k0 ^ (k1 * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return (uint32_t)(h >> 32);
+}
+
+/*
+ * The hit path: 1 (a route, copied to *@out), 0 (no route), -1 (a miss:
+ * absent, being rewritten, or of an old generation).
+ */
+static inline int cache_hit_rcu(const struct cache *c, struct cache_thread *t, uint64_t k0,
+				uint64_t k1, uint32_t slot, struct fib_route *out)
+{
+	uint32_t h = cache_hash(k0, k1);
+	uint32_t i = CACHE_LOAD_ACQ(c->buckets[h & c->bucket_mask].first);
+
+	for (unsigned int n = 0; n < CACHE_CHAIN_MAX && !(i & CACHE_NULLS); n++) {
+		struct cache_elem *e = &c->elems[i];
+		uint32_t s = CACHE_LOAD_ACQ(e->seq);
+		uint32_t next = CACHE_LOAD(e->next);
+
+		if (s & 1)
+			return -1;
+		if (CACHE_LOAD(e->key[0]) == k0 && CACHE_LOAD(e->key[1]) == k1) {
+			uint64_t v[2] = { CACHE_LOAD(e->val[0]), CACHE_LOAD(e->val[1]) };
+			uint32_t gen = CACHE_LOAD(e->gen);
+			int found = CACHE_LOAD(e->found);
+
+			CACHE_FENCE_ACQ();
+			if (CACHE_LOAD(e->seq) != s)
+				return -1;
+			if (gen != CACHE_LOAD_ACQ(c->gens->slot[slot])) {
+				CACHE_INC(t->st.invalidations);
+				return -1;
+			}
+			/* Only when clear: a hot element's line is not written on every hit. */
+			if (!CACHE_LOAD(e->ref))
+				CACHE_STORE(e->ref, 1);
+			CACHE_INC(t->st.hits);
+			memcpy(out, v, sizeof(*out));
+			return found;
+		}
+		CACHE_FENCE_ACQ();
+		if (CACHE_LOAD(e->seq) != s)
+			return -1;
+		i = next;
+	}
+	return -1;
+}
+
+/* Out of line: the miss path (trie lookup, then fill). Use the functions below. */
+bool cache_miss4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, struct fib_route *out);
+bool cache_miss6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
+		     struct fib_route *out);
+
+/*
+ * Reader. What fib_lookup4_rcu() on the cache's table returns, copied to
+ * *@out: true, or false when no route matches. The copy's nh is valid until
+ * fib_read_unlock(). @addr in host byte order.
+ */
+static inline bool cache_lookup4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,
+				     struct fib_route *out)
+{
+	int r = cache_hit_rcu(c, t, addr, 0, cache_gen_slot4(addr), out);
+
+	if (r >= 0)
+		return r;
+	return cache_miss4_rcu(c, t, addr, out);
+}
+
+/* Reader. As cache_lookup4_rcu(), for IPv6. */
+static inline bool cache_lookup6_rcu(struct cache *c, struct cache_thread *t,
+				     const struct in6_addr *addr, struct fib_route *out)
+{
+	trie_key6 k = addr_key6_raw(addr);
+	int r = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
+			      cache_gen_slot6((uint64_t)(k >> 64)), out);
+
+	if (r >= 0)
+		return r;
+	return cache_miss6_rcu(c, t, addr, out);
+}
+
+/* Reader. cache_lookup4_rcu() as a call, not inlined (benchmarks: what inlining saves). */
+bool cache_lookup4_call_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,
+			    struct fib_route *out);
+
+/*
+ * Writer. A cache in front of table @table (0: main) of @family, made if
+ * new. NULL with errno set and @err saying why (-EINVAL: a setting out of
+ * range; -ENOMEM).
+ */
+struct cache *cache_new(struct fib *f, uint32_t table, int family, const struct cache_cfg *cfg,
+			struct errbuf *err);
+/* When no reader can reach it any more (after a grace period). */
+void cache_destroy(struct cache *c);
+
+/* The state of reader thread index @i (< cfg.threads). */
+static inline struct cache_thread *cache_thread(struct cache *c, unsigned int i)
+{
+	return &c->thr[i];
+}
+
+/* Any thread. The settings in effect (the size after the floor). */
+void cache_get_cfg(const struct cache *c, struct cache_cfg *cfg);
+/* Any thread. Counters summed over the threads. */
+void cache_get_stats(const struct cache *c, struct cache_stats *st);
+const char *cache_mode_name(enum cache_mode m);
+
+#endif

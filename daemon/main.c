@@ -376,6 +376,7 @@ static void on_timer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 	d->rate = n ? (applied - d->rate_prev_applied) / n : 0;
 	d->rate_prev_applied = applied;
 	ctl_progress(d);
+	ctl_tick(d);
 }
 
 static void on_writer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -411,8 +412,10 @@ static void loop_run(struct lcfibd *d)
 {
 	struct epoll_event ev[32];
 
+	bool more = false; /* connections with frames left to serve: do not wait */
+
 	while (!d->stop) {
-		int n = epoll_wait(d->epfd, ev, 32, -1);
+		int n = epoll_wait(d->epfd, ev, 32, more ? 0 : -1);
 
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %m");
@@ -423,6 +426,7 @@ static void loop_run(struct lcfibd *d)
 
 			src->fn(d, src, ev[i].events);
 		}
+		more = ctl_serve(d);
 	}
 }
 

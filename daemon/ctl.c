@@ -37,14 +37,15 @@
 #define CTL_REFUSED_LOG_S   10 /* one log line per this many seconds of refusals */
 
 /*
- * Fairness: a connection has at most CTL_FRAMES_PER_TURN frames (or one
- * piece of a listing) served before every other ready connection had its
- * turn. A connection with more than CTL_OUT_MAX bytes of replies unsent
+ * Fairness: a connection has at most CTL_FRAMES_PER_TURN frames, or those
+ * begun in its first CTL_TURN_US, or one piece of a listing, served before
+ * every other ready connection had its turn. A connection with more than CTL_OUT_MAX bytes of replies unsent
  * is neither read nor served until its peer reads; one that stays so for
  * CTL_STALL_S seconds is dropped. A listing's next piece is made when
  * less than CTL_OUT_LOW is left to send.
  */
 #define CTL_FRAMES_PER_TURN 8
+#define CTL_TURN_US         2000
 #define CTL_OUT_MAX         (1u << 20)
 #define CTL_OUT_LOW         (256u << 10)
 #define CTL_STALL_S         10
@@ -204,6 +205,15 @@ static time_t ctl_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec;
+}
+
+/* Microseconds since @t0. */
+static int64_t ctl_us_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000 + (t.tv_nsec - t0->tv_nsec) / 1000;
 }
 
 /*
@@ -565,12 +575,9 @@ out:
 /* Units per second since @since. */
 static uint64_t ctl_rate(uint64_t done, const struct timespec *since)
 {
-	struct timespec now;
-	double s;
+	int64_t us = ctl_us_since(since);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	s = (double)(now.tv_sec - since->tv_sec) + (double)(now.tv_nsec - since->tv_nsec) / 1e9;
-	return s > 0 ? (uint64_t)((double)done / s) : 0;
+	return us > 0 ? (uint64_t)((double)done * 1e6 / (double)us) : 0;
 }
 
 /* A chunk of a streamed file, or its end. */
@@ -652,12 +659,15 @@ static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_
 	}
 }
 
-/* Serves at most @budget whole frames of the read buffer, while nothing waits. */
+/* Serves a turn's whole frames of the read buffer (at most @budget), while nothing waits. */
 static void ctl_parse(struct lcfibd *d, struct ctl_conn *c, unsigned int budget)
 {
+	struct timespec t0;
 	size_t off = 0;
 
-	while (budget && ctl_may_serve(c) && c->rlen - off >= CTL_HDR_LEN) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (budget && ctl_may_serve(c) && c->rlen - off >= CTL_HDR_LEN &&
+	       ctl_us_since(&t0) < CTL_TURN_US) {
 		struct ctl_hdr h;
 		struct errbuf err;
 

@@ -152,7 +152,8 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 
 	if (!o) {
 		o = atomic_exchange_explicit(&s->remote, NULL, memory_order_acquire);
-		if (!o && s->carve + size > s->carve_end) {
+		/* No chunk yet: carve is NULL, and NULL + size is undefined. */
+		if (!o && (!s->carve || s->carve + size > s->carve_end)) {
 			/*
 			 * The tail of the old chunk that cannot hold one more object
 			 * stays unused: at most MEM_SLAB_MAX bytes per 64 KiB.

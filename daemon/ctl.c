@@ -7,6 +7,7 @@
  * and the peer is dropped when the stream can no longer be trusted.
  */
 #define _GNU_SOURCE /* struct ucred */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -110,6 +111,153 @@ static size_t ctl_utf8_len(const unsigned char *s)
 			return 0;
 	}
 	return n;
+}
+
+/*
+ * A syntax check of JSON (RFC 8259) before libyang parses it: libyang
+ * 2.1 leaks the nodes it parsed when the text ends badly after them (an
+ * RPC followed by anything but its closing brace), which would let any
+ * reader grow the daemon a few hundred bytes a frame.
+ */
+struct ctl_jp {
+	const unsigned char *p;
+	unsigned int depth;
+};
+
+#define CTL_JSON_DEPTH 64
+
+static void ctl_jp_ws(struct ctl_jp *j)
+{
+	while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
+		j->p++;
+}
+
+static bool ctl_jp_skip(struct ctl_jp *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (strncmp((const char *)j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool ctl_jp_string(struct ctl_jp *j)
+{
+	if (*j->p++ != '"')
+		return false;
+	for (;;) {
+		size_t n = 1;
+
+		if (*j->p == '"') {
+			j->p++;
+			return true;
+		}
+		if (*j->p < 0x20)
+			return false; /* a control character, or the end */
+		if (*j->p == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (n = 1; n <= 4; n++) {
+					if (!isxdigit(j->p[n]))
+						return false;
+				}
+			} else if (!*j->p || !strchr("\"\\/bfnrt", *j->p)) {
+				return false;
+			}
+		} else if (*j->p >= 0x80 && !(n = ctl_utf8_len(j->p))) {
+			return false;
+		}
+		j->p += n;
+	}
+}
+
+static bool ctl_jp_digits(struct ctl_jp *j)
+{
+	const unsigned char *p = j->p;
+
+	while (isdigit(*j->p))
+		j->p++;
+	return j->p > p;
+}
+
+static bool ctl_jp_number(struct ctl_jp *j)
+{
+	ctl_jp_skip(j, "-");
+	if (!ctl_jp_skip(j, "0") && !ctl_jp_digits(j))
+		return false;
+	if (ctl_jp_skip(j, ".") && !ctl_jp_digits(j))
+		return false;
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		return ctl_jp_digits(j);
+	}
+	return true;
+}
+
+static bool ctl_jp_value(struct ctl_jp *j);
+
+/* An object's members or an array's values, after its opening bracket. */
+static bool ctl_jp_members(struct ctl_jp *j, char close, bool named)
+{
+	bool ok = true;
+
+	if (++j->depth > CTL_JSON_DEPTH)
+		return false;
+	ctl_jp_ws(j);
+	if (*j->p == close) {
+		j->p++;
+		j->depth--;
+		return true;
+	}
+	do {
+		ctl_jp_ws(j);
+		if (named) {
+			ok = ctl_jp_string(j);
+			ctl_jp_ws(j);
+			ok = ok && ctl_jp_skip(j, ":");
+		}
+		ok = ok && ctl_jp_value(j);
+		ctl_jp_ws(j);
+	} while (ok && ctl_jp_skip(j, ","));
+	j->depth--;
+	return ok && *j->p++ == close;
+}
+
+static bool ctl_jp_value(struct ctl_jp *j)
+{
+	ctl_jp_ws(j);
+	switch (*j->p) {
+	case '{':
+		j->p++;
+		return ctl_jp_members(j, '}', true);
+	case '[':
+		j->p++;
+		return ctl_jp_members(j, ']', false);
+	case '"':
+		return ctl_jp_string(j);
+	case 't':
+		return ctl_jp_skip(j, "true");
+	case 'f':
+		return ctl_jp_skip(j, "false");
+	case 'n':
+		return ctl_jp_skip(j, "null");
+	default:
+		return ctl_jp_number(j);
+	}
+}
+
+/* Whether the NUL-terminated @s is one JSON value; else *@at is the byte where it stops being so. */
+static bool ctl_json_valid(const char *s, size_t *at)
+{
+	struct ctl_jp j = { (const unsigned char *)s, 0 };
+	bool ok = ctl_jp_value(&j);
+
+	ctl_jp_ws(&j);
+	*at = (size_t)((const char *)j.p - s);
+	return ok && !*j.p;
 }
 
 /*
@@ -550,8 +698,15 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	struct lcfibd_err e = { 0 };
 	struct ly_in *in = NULL;
 	char *reply = NULL;
+	size_t at;
 	int ret;
 
+	if (!ctl_json_valid(payload, &at)) {
+		lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "rpc: the input is not JSON (byte %zu)",
+			       at + 1);
+		ctl_reply_error(d, c, h->id, &e);
+		return;
+	}
 	if (ly_in_new_memory(payload, &in) ||
 	    lyd_parse_op(d->ly, NULL, in, LYD_JSON, LYD_TYPE_RPC_YANG, &tree, &op) ||
 	    lyd_validate_op(tree, NULL, LYD_TYPE_RPC_YANG, NULL)) {

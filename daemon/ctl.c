@@ -144,8 +144,10 @@ static bool ctl_jp_skip(struct ctl_jp *j, const char *lit)
 
 static bool ctl_jp_string(struct ctl_jp *j)
 {
-	if (*j->p++ != '"')
+	/* j->p never passes the NUL, so that whoever reads on after a failure stays inside. */
+	if (*j->p != '"')
 		return false;
+	j->p++;
 	for (;;) {
 		size_t n = 1;
 
@@ -223,7 +225,7 @@ static bool ctl_jp_members(struct ctl_jp *j, char close, bool named)
 		ctl_jp_ws(j);
 	} while (ok && ctl_jp_skip(j, ","));
 	j->depth--;
-	return ok && *j->p++ == close;
+	return ok && *j->p == close && j->p++;
 }
 
 static bool ctl_jp_value(struct ctl_jp *j)
@@ -897,10 +899,14 @@ static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 	if (n < 0 && errno == EAGAIN)
 		return;
 	if (n <= 0) {
+		unsigned int more;
+
 		if (c->rlen) {
 			d->ctl.bad_frames++;
-			log_warn("control client pid %d left in the middle of a frame (%zu bytes)",
-				 (int)c->pid, c->rlen);
+			if (ctl_log_ok(&d->ctl.log_bad, &more))
+				log_warn("control client pid %d left in the middle of a frame (%zu "
+					 "bytes; %u more bad frames not logged)",
+					 (int)c->pid, c->rlen, more);
 		}
 		c->dead = true;
 		return;

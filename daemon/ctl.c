@@ -40,10 +40,10 @@
 /*
  * Fairness: a connection has at most CTL_FRAMES_PER_TURN frames, or those
  * begun in its first CTL_TURN_US, or one piece of a listing, served before
- * every other ready connection had its turn. A connection with more than CTL_OUT_MAX bytes of replies unsent
- * is neither read nor served until its peer reads; one that stays so for
- * CTL_STALL_S seconds is dropped. A listing's next piece is made when
- * less than CTL_OUT_LOW is left to send.
+ * every other ready connection had its turn. A connection with more than
+ * CTL_OUT_MAX bytes of replies unsent is neither read nor served until its
+ * peer reads; one that stays so for CTL_STALL_S seconds is dropped. A
+ * listing's next piece is made when less than CTL_OUT_LOW is left to send.
  */
 #define CTL_FRAMES_PER_TURN 8
 #define CTL_TURN_US         2000
@@ -251,7 +251,7 @@ static bool ctl_jp_value(struct ctl_jp *j)
 	}
 }
 
-/* Whether the NUL-terminated @s is one JSON value; else *@at is the byte where it stops being so. */
+/* Whether the NUL-terminated @s is one JSON value; *@at: where it stops being one. */
 static bool ctl_json_valid(const char *s, size_t *at)
 {
 	struct ctl_jp j = { (const unsigned char *)s, 0 };
@@ -979,9 +979,11 @@ void ctl_tick(struct lcfibd *d)
 			continue;
 		d->ctl.dropped++;
 		if (ctl_log_ok(&d->ctl.log_dropped, &more))
-			log_warn("control client pid %d uid %u left %zu bytes of replies unread for "
-				 "%d s: dropping it (and %u more not logged)",
-				 (int)c->pid, (unsigned int)c->uid, ctl_unsent(c), CTL_STALL_S, more);
+			log_warn(
+				"control client pid %d uid %u left %zu bytes of replies unread for "
+				"%d s: dropping it (and %u more not logged)",
+				(int)c->pid, (unsigned int)c->uid, ctl_unsent(c), CTL_STALL_S,
+				more);
 		c->dead = true;
 		ctl_conn_settle(d, c);
 	}

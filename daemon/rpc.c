@@ -355,13 +355,14 @@ static int rpc_walk_piece(struct lcfibd *d, struct rpc_walk *w)
 	fib_read_lock();
 	while (w->fam && !ret && w->n_r < RPC_ROUTES_PIECE) {
 		const struct fib_table *tb = fib_table_get_rcu(d->fib, w->table, w->fam);
+		int next = w->fam == AF_INET && w->family == AF_UNSPEC ? AF_INET6 : 0;
 
 		if (tb)
-			ret = fib_walk_from_rcu(tb, &w->pos, RPC_ROUTES_PIECE - (unsigned int)w->n_r,
+			ret = fib_walk_from_rcu(tb, &w->pos,
+						RPC_ROUTES_PIECE - (unsigned int)w->n_r,
 						rpc_walk_fn, w);
 		if (!ret && (!tb || w->pos.done))
-			rpc_walk_family(w, w->fam == AF_INET && w->family == AF_UNSPEC ? AF_INET6
-										: 0);
+			rpc_walk_family(w, next);
 	}
 	fib_read_unlock();
 	return ret ? ret : !w->fam;

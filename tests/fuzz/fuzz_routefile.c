@@ -66,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f = fib_new(); /* this thread is its writer, for the whole run */
 	}
 	FUZZ_ASSERT(f);
-	o.format = data[0] % 3 == 0 ? ROUTEFILE_AUTO : data[0] % 3 == 1 ? ROUTEFILE_BATCH
-									: ROUTEFILE_PLAIN;
+	o.format = (const enum routefile_format[]){ ROUTEFILE_AUTO, ROUTEFILE_BATCH,
+						    ROUTEFILE_PLAIN }[data[0] % 3];
 	o.skip_bad_lines = data[0] & 0x80;
 	cut = size > 2 ? data[1] % (size - 2) : 0;
 	data += 2;

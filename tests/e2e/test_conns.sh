@@ -43,7 +43,8 @@ test_a_client_that_never_reads_neither_stalls_others_nor_keeps_the_daemon_busy()
 	out=$(abuse greedy "$s" "$(d_pid greedy)" 60)
 	echo "$out" | sed 's/^/# greedy: /'
 	expect_eq "$(figure "$out" prober_error)" "" "the other client's requests"
-	below "$(figure "$out" max_latency)" 0.5 ||
+	# Typically under 0.2 s (0.3 s in a loaded make check); starved, over 60 s.
+	below "$(figure "$out" max_latency)" 1 ||
 		fail "another client's state took $(figure "$out" max_latency) s while one never read"
 	expect_eq "$(figure "$out" dropped)" 1 "the greedy client dropped"
 	expect_eq "$(value "$s" /lcfib:lcfib/state/control/dropped)" 1 "state control/dropped"

@@ -47,6 +47,8 @@ struct cli {
 	bool shell;    /* in the shell: quit and exit are commands */
 	bool progress; /* draw a load's progress (a terminal, not --json/-q) */
 	bool progress_drawn;
+	char *part; /* the pieces of a reply so far (CTL_PART) */
+	size_t part_len;
 };
 
 /* ---------------------------------------------------------- lcfibctl.c */

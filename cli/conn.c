@@ -43,12 +43,39 @@ void cli_disconnect(struct cli *cli)
 	if (cli->fd >= 0)
 		close(cli->fd);
 	cli->fd = -1;
+	free(cli->part);
+	cli->part = NULL;
+	cli->part_len = 0;
 }
 
 /* A connection the daemon closed since our last request: it restarted, say. */
 static bool cli_stale(int err)
 {
 	return err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN;
+}
+
+static int cli_report_errors(struct cli *cli, const char *payload);
+
+/*
+ * Whether the daemon refused the connection: it then wrote one error
+ * (id 0) and closed, so sending failed; the error says why.
+ */
+static bool cli_refused(struct cli *cli)
+{
+	struct errbuf err = { "" };
+	struct ctl_hdr h;
+	char *payload;
+
+	if (ctl_recv(cli->fd, CTL_REQ_MAX, &h, &payload, &err))
+		return false;
+	if (h.id != 0 || h.type != CTL_ERROR) {
+		free(payload);
+		return false;
+	}
+	cli_report_errors(cli, payload);
+	free(payload);
+	cli_disconnect(cli);
+	return true;
 }
 
 int cli_send(struct cli *cli, unsigned int type, unsigned int flags, const char *payload,
@@ -75,6 +102,8 @@ int cli_send(struct cli *cli, unsigned int type, unsigned int flags, const char 
 			return ret;
 		ret = ctl_send(cli->fd, type, flags, *id, payload, len);
 	}
+	if (ret && cli_stale(ret) && cli_refused(cli))
+		return -EREMOTEIO;
 	if (ret) {
 		cli_error(cli, NULL, NULL, "sending to %s: %s", cli->sock_path, strerror(-ret));
 		/* the shell reconnects at its next command */
@@ -113,6 +142,41 @@ static int cli_report_errors(struct cli *cli, const char *payload)
 	return -EREMOTEIO;
 }
 
+/*
+ * A piece of a long reply, or the reply that ends it: the payloads
+ * concatenated are the reply (lib/ctl.h).
+ */
+static int cli_part_add(struct cli *cli, const struct ctl_hdr *h, char **payload, char **reply,
+			bool *done)
+{
+	char *p;
+
+	if (!cli->part && h->type == CTL_REPLY) {
+		*reply = *payload;
+		*done = true;
+		return 0;
+	}
+	if (cli->part_len + h->len > CTL_REPLY_MAX ||
+	    !(p = realloc(cli->part, cli->part_len + h->len + 1))) {
+		cli_error(cli, NULL, NULL, "the daemon's reply is larger than %u bytes",
+			  CTL_REPLY_MAX);
+		free(*payload);
+		cli_disconnect(cli);
+		return -EMSGSIZE;
+	}
+	memcpy(p + cli->part_len, *payload, (size_t)h->len + 1);
+	cli->part = p;
+	cli->part_len += h->len;
+	free(*payload);
+	if (h->type == CTL_REPLY) {
+		*reply = cli->part;
+		*done = true;
+		cli->part = NULL;
+		cli->part_len = 0;
+	}
+	return 0;
+}
+
 int cli_recv_one(struct cli *cli, uint32_t id, cli_notify_fn notify, char **reply, bool *done)
 {
 	struct errbuf err = { "" };
@@ -133,6 +197,15 @@ int cli_recv_one(struct cli *cli, uint32_t id, cli_notify_fn notify, char **repl
 		free(payload);
 		return 0;
 	}
+	if (h.id == 0 && h.type == CTL_ERROR) {
+		/* about the connection itself: the daemon refused it */
+		ret = cli_report_errors(cli, payload);
+		free(payload);
+		cli_disconnect(cli);
+		return ret;
+	}
+	if (h.id == id && (h.type == CTL_PART || h.type == CTL_REPLY))
+		return cli_part_add(cli, &h, &payload, reply, done);
 	if (h.id != id || (h.type != CTL_REPLY && h.type != CTL_ERROR)) {
 		/* an answer to a request we gave up on: not ours to print */
 		free(payload);
@@ -140,6 +213,9 @@ int cli_recv_one(struct cli *cli, uint32_t id, cli_notify_fn notify, char **repl
 	}
 	*done = true;
 	if (h.type == CTL_ERROR) {
+		free(cli->part); /* a listing that failed half-way */
+		cli->part = NULL;
+		cli->part_len = 0;
 		ret = cli_report_errors(cli, payload);
 		free(payload);
 		return ret;

@@ -7,6 +7,7 @@
  * and the peer is dropped when the stream can no longer be trusted.
  */
 #define _GNU_SOURCE /* struct ucred */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -16,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,6 +27,28 @@
 
 #define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file */
 #define CTL_CLIENTS_MAX 256
+/*
+ * Slots: the last CTL_ADMIN_SLOTS are kept for peers that may edit, and
+ * one read-only user holds at most CTL_CLIENTS_PER_UID, so that readers
+ * can neither lock root out nor each other.
+ */
+#define CTL_ADMIN_SLOTS     16
+#define CTL_CLIENTS_PER_UID 32
+#define CTL_REFUSED_LOG_S   10 /* one log line per this many seconds of refusals */
+
+/*
+ * Fairness: a connection has at most CTL_FRAMES_PER_TURN frames, or those
+ * begun in its first CTL_TURN_US, or one piece of a listing, served before
+ * every other ready connection had its turn. A connection with more than
+ * CTL_OUT_MAX bytes of replies unsent is neither read nor served until its
+ * peer reads; one that stays so for CTL_STALL_S seconds is dropped. A
+ * listing's next piece is made when less than CTL_OUT_LOW is left to send.
+ */
+#define CTL_FRAMES_PER_TURN 8
+#define CTL_TURN_US         2000
+#define CTL_OUT_MAX         (1u << 20)
+#define CTL_OUT_LOW         (256u << 10)
+#define CTL_STALL_S         10
 
 struct ctl_conn {
 	struct lcfibd_source src; /* first: epoll's data.ptr */
@@ -43,8 +67,12 @@ struct ctl_conn {
 	uint64_t stotal;        /* its size, when the client said */
 	struct timespec sstart; /* when it started */
 	size_t slen, scap, last_note;
-	bool closing; /* close once the replies are out */
-	bool dead;    /* the peer is gone: close at the end of this event */
+	const struct ctl_producer *prod; /* a reply made piece by piece */
+	void *prod_ctx;
+	uint32_t prod_id;
+	time_t over_since; /* when unsent replies went over CTL_OUT_MAX (0: they are not) */
+	bool closing;      /* close once the replies are out */
+	bool dead;         /* the peer is gone: close at the end of this event */
 	struct ctl_conn *next;
 };
 
@@ -85,10 +113,159 @@ static size_t ctl_utf8_len(const unsigned char *s)
 }
 
 /*
+ * A syntax check of JSON (RFC 8259) before libyang parses it: libyang
+ * 2.1 leaks the nodes it parsed when the text ends badly after them (an
+ * RPC followed by anything but its closing brace), which would let any
+ * reader grow the daemon a few hundred bytes a frame.
+ */
+struct ctl_jp {
+	const unsigned char *p;
+	unsigned int depth;
+};
+
+#define CTL_JSON_DEPTH 64
+
+static void ctl_jp_ws(struct ctl_jp *j)
+{
+	while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
+		j->p++;
+}
+
+static bool ctl_jp_skip(struct ctl_jp *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (strncmp((const char *)j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool ctl_jp_string(struct ctl_jp *j)
+{
+	/* j->p never passes the NUL, so that whoever reads on after a failure stays inside. */
+	if (*j->p != '"')
+		return false;
+	j->p++;
+	for (;;) {
+		size_t n = 1;
+
+		if (*j->p == '"') {
+			j->p++;
+			return true;
+		}
+		if (*j->p < 0x20)
+			return false; /* a control character, or the end */
+		if (*j->p == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (n = 1; n <= 4; n++) {
+					if (!isxdigit(j->p[n]))
+						return false;
+				}
+			} else if (!*j->p || !strchr("\"\\/bfnrt", *j->p)) {
+				return false;
+			}
+		} else if (*j->p >= 0x80 && !(n = ctl_utf8_len(j->p))) {
+			return false;
+		}
+		j->p += n;
+	}
+}
+
+static bool ctl_jp_digits(struct ctl_jp *j)
+{
+	const unsigned char *p = j->p;
+
+	while (isdigit(*j->p))
+		j->p++;
+	return j->p > p;
+}
+
+static bool ctl_jp_number(struct ctl_jp *j)
+{
+	ctl_jp_skip(j, "-");
+	if (!ctl_jp_skip(j, "0") && !ctl_jp_digits(j))
+		return false;
+	if (ctl_jp_skip(j, ".") && !ctl_jp_digits(j))
+		return false;
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		return ctl_jp_digits(j);
+	}
+	return true;
+}
+
+static bool ctl_jp_value(struct ctl_jp *j);
+
+/* An object's members or an array's values, after its opening bracket. */
+static bool ctl_jp_members(struct ctl_jp *j, char close, bool named)
+{
+	bool ok = true;
+
+	if (++j->depth > CTL_JSON_DEPTH)
+		return false;
+	ctl_jp_ws(j);
+	if (*j->p == close) {
+		j->p++;
+		j->depth--;
+		return true;
+	}
+	do {
+		ctl_jp_ws(j);
+		if (named) {
+			ok = ctl_jp_string(j);
+			ctl_jp_ws(j);
+			ok = ok && ctl_jp_skip(j, ":");
+		}
+		ok = ok && ctl_jp_value(j);
+		ctl_jp_ws(j);
+	} while (ok && ctl_jp_skip(j, ","));
+	j->depth--;
+	return ok && *j->p == close && j->p++;
+}
+
+static bool ctl_jp_value(struct ctl_jp *j)
+{
+	ctl_jp_ws(j);
+	switch (*j->p) {
+	case '{':
+		j->p++;
+		return ctl_jp_members(j, '}', true);
+	case '[':
+		j->p++;
+		return ctl_jp_members(j, ']', false);
+	case '"':
+		return ctl_jp_string(j);
+	case 't':
+		return ctl_jp_skip(j, "true");
+	case 'f':
+		return ctl_jp_skip(j, "false");
+	case 'n':
+		return ctl_jp_skip(j, "null");
+	default:
+		return ctl_jp_number(j);
+	}
+}
+
+/* Whether the NUL-terminated @s is one JSON value; *@at: where it stops being one. */
+static bool ctl_json_valid(const char *s, size_t *at)
+{
+	struct ctl_jp j = { (const unsigned char *)s, 0 };
+	bool ok = ctl_jp_value(&j);
+
+	ctl_jp_ws(&j);
+	*at = (size_t)((const char *)j.p - s);
+	return ok && !*j.p;
+}
+
+/*
  * Appends @s to @out as a JSON string. Messages may quote what a client
  * sent: bytes that are not UTF-8 become U+FFFD, so the reply stays JSON.
  */
-static void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
+void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
 {
 	size_t need = *len + strlen(s) * 6 + 3;
 
@@ -127,7 +304,7 @@ static void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
 	(*out)[*len] = '\0';
 }
 
-static void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s)
+void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -171,21 +348,95 @@ static char *ctl_errors_json(const struct lcfibd_err *e, unsigned int n)
 
 static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c);
 
+static time_t ctl_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
+/* Microseconds since @t0. */
+static int64_t ctl_us_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000 + (t.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+/*
+ * Whether a warning may go to the log now: one per CTL_REFUSED_LOG_S
+ * seconds of each kind; *@suppressed then says how many were left out.
+ */
+static bool ctl_log_ok(struct ctl_ratelimit *rl, unsigned int *suppressed)
+{
+	time_t now = ctl_now();
+
+	if (rl->last && now - rl->last < CTL_REFUSED_LOG_S) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->last = now;
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return true;
+}
+
+static size_t ctl_unsent(const struct ctl_conn *c)
+{
+	return c->wlen - c->woff;
+}
+
+/* Whether @c's next frame may be served now: replies go out in order, and are read. */
+static bool ctl_may_serve(const struct ctl_conn *c)
+{
+	return !c->dead && !c->closing && (!c->busy || c->stream) && !c->prod &&
+	       ctl_unsent(c) <= CTL_OUT_MAX;
+}
+
+/* Whether a whole frame (or a header that cannot be framed) waits in the read buffer. */
+static bool ctl_has_frame(const struct ctl_conn *c)
+{
+	struct errbuf err;
+	struct ctl_hdr h;
+
+	if (c->rlen < CTL_HDR_LEN)
+		return false;
+	if (ctl_hdr_decode(c->rbuf, CTL_REQ_MAX, &h, &err))
+		return true;
+	return c->rlen >= CTL_HDR_LEN + (size_t)h.len;
+}
+
+/* Whether @c has work for the next turn of ctl_serve(). */
+static bool ctl_conn_ready(const struct ctl_conn *c)
+{
+	if (c->dead || c->closing)
+		return false;
+	if (c->prod)
+		return ctl_unsent(c) < CTL_OUT_LOW;
+	return ctl_may_serve(c) && ctl_has_frame(c);
+}
+
 static int ctl_conn_events(struct lcfibd *d, struct ctl_conn *c)
 {
 	struct epoll_event ev = { .data.ptr = c };
 
-	/* Hold reading while a request waits, unless a stream is coming in. */
-	if ((!c->busy || c->stream) && !c->closing)
+	/*
+	 * Read only what can be served: not while a request waits (unless a
+	 * stream is coming in), nor while frames read already wait their
+	 * turn, nor while the peer leaves its replies unread.
+	 */
+	if (ctl_may_serve(c) && !ctl_has_frame(c))
 		ev.events |= EPOLLIN;
-	if (c->wlen > c->woff)
+	if (ctl_unsent(c))
 		ev.events |= EPOLLOUT;
 	return epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 static void ctl_flush(struct ctl_conn *c)
 {
-	while (c->woff < c->wlen) {
+	while (c->woff < c->wlen && c->fd >= 0) {
 		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
@@ -200,32 +451,54 @@ static void ctl_flush(struct ctl_conn *c)
 		}
 		c->woff += (size_t)n;
 	}
-	if (c->woff == c->wlen)
-		c->woff = c->wlen = 0;
+	if (c->fd < 0) /* a detached connection (ctl_conn_detached): replies go nowhere */
+		c->woff = c->wlen;
+	if (c->woff < c->wlen)
+		return;
+	c->woff = c->wlen = 0;
+	/* A long reply is out: give its buffer back. */
+	if (c->wcap > CTL_OUT_MAX) {
+		free(c->wbuf);
+		c->wbuf = NULL;
+		c->wcap = 0;
+	}
 }
 
 /*
  * The one place a connection is closed, at the end of whatever touched
  * it: when its peer is gone, or it was told to close and has nothing left
- * to send or wait for. Otherwise updates what epoll watches.
+ * to send or wait for. Otherwise notes when its peer stopped reading and
+ * updates what epoll watches.
  */
 static void ctl_conn_settle(struct lcfibd *d, struct ctl_conn *c)
 {
-	if (c->dead || (c->closing && c->woff == c->wlen && !c->busy))
+	if (c->dead || (c->closing && !ctl_unsent(c) && !c->busy && !c->prod)) {
 		ctl_conn_close(d, c);
-	else
+		return;
+	}
+	if (ctl_unsent(c) <= CTL_OUT_MAX)
+		c->over_since = 0;
+	else if (!c->over_since)
+		c->over_since = ctl_now();
+	if (c->fd >= 0)
 		ctl_conn_events(d, c);
 }
 
-static void ctl_queue(struct ctl_conn *c, unsigned int type, uint32_t id, const char *payload)
+static void ctl_queue_len(struct ctl_conn *c, unsigned int type, uint32_t id, const char *payload,
+			  size_t len)
 {
-	size_t len = payload ? strlen(payload) : 0;
 	struct ctl_hdr h = {
 		.len = (uint32_t)len, .version = CTL_VERSION, .type = (uint8_t)type, .id = id
 	};
 
 	if (!c || c->dead)
 		return;
+	/* What was sent makes room: the buffer holds only what is unsent. */
+	if (c->woff) {
+		memmove(c->wbuf, c->wbuf + c->woff, c->wlen - c->woff);
+		c->wlen -= c->woff;
+		c->woff = 0;
+	}
 	if (c->wlen + CTL_HDR_LEN + len > c->wcap) {
 		size_t cap = (c->wlen + CTL_HDR_LEN + len) * 2;
 		uint8_t *p = realloc(c->wbuf, cap);
@@ -242,6 +515,17 @@ static void ctl_queue(struct ctl_conn *c, unsigned int type, uint32_t id, const 
 	memcpy(c->wbuf + c->wlen + CTL_HDR_LEN, payload ? payload : "", len);
 	c->wlen += CTL_HDR_LEN + len;
 	ctl_flush(c);
+}
+
+static void ctl_queue(struct ctl_conn *c, unsigned int type, uint32_t id, const char *payload)
+{
+	ctl_queue_len(c, type, id, payload, payload ? strlen(payload) : 0);
+}
+
+void ctl_reply_part(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json, size_t len)
+{
+	(void)d;
+	ctl_queue_len(c, CTL_PART, id, json, len);
 }
 
 void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json)
@@ -279,9 +563,12 @@ static void ctl_bad_frame(struct lcfibd *d, struct ctl_conn *c, uint32_t id, con
 {
 	struct lcfibd_err e = { 0 };
 
+	unsigned int more;
+
 	d->ctl.bad_frames++;
-	log_warn("control client pid %d uid %u: bad frame: %s%s", (int)c->pid, (unsigned int)c->uid,
-		 msg, fatal ? "; closing" : "");
+	if (ctl_log_ok(&d->ctl.log_bad, &more))
+		log_warn("control client pid %d uid %u: bad frame: %s%s (and %u more not logged)",
+			 (int)c->pid, (unsigned int)c->uid, msg, fatal ? "; closing" : "", more);
 	lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "bad frame: %s", msg);
 	ctl_reply_error(d, c, id, &e);
 	if (fatal)
@@ -412,8 +699,15 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	struct lcfibd_err e = { 0 };
 	struct ly_in *in = NULL;
 	char *reply = NULL;
+	size_t at;
 	int ret;
 
+	if (!ctl_json_valid(payload, &at)) {
+		lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "rpc: the input is not JSON (byte %zu)",
+			       at + 1);
+		ctl_reply_error(d, c, h->id, &e);
+		return;
+	}
 	if (ly_in_new_memory(payload, &in) ||
 	    lyd_parse_op(d->ly, NULL, in, LYD_JSON, LYD_TYPE_RPC_YANG, &tree, &op) ||
 	    lyd_validate_op(tree, NULL, LYD_TYPE_RPC_YANG, NULL)) {
@@ -437,12 +731,9 @@ out:
 /* Units per second since @since. */
 static uint64_t ctl_rate(uint64_t done, const struct timespec *since)
 {
-	struct timespec now;
-	double s;
+	int64_t us = ctl_us_since(since);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	s = (double)(now.tv_sec - since->tv_sec) + (double)(now.tv_nsec - since->tv_nsec) / 1e9;
-	return s > 0 ? (uint64_t)((double)done / s) : 0;
+	return us > 0 ? (uint64_t)((double)done * 1e6 / (double)us) : 0;
 }
 
 /* A chunk of a streamed file, or its end. */
@@ -524,12 +815,15 @@ static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_
 	}
 }
 
-/* Serves the whole frames in the read buffer, while nothing waits. */
-static void ctl_parse(struct lcfibd *d, struct ctl_conn *c)
+/* Serves a turn's whole frames of the read buffer (at most @budget), while nothing waits. */
+static void ctl_parse(struct lcfibd *d, struct ctl_conn *c, unsigned int budget)
 {
+	struct timespec t0;
 	size_t off = 0;
 
-	while (!c->closing && (!c->busy || c->stream) && c->rlen - off >= CTL_HDR_LEN) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (budget && ctl_may_serve(c) && c->rlen - off >= CTL_HDR_LEN &&
+	       ctl_us_since(&t0) < CTL_TURN_US) {
 		struct ctl_hdr h;
 		struct errbuf err;
 
@@ -574,49 +868,50 @@ static void ctl_parse(struct lcfibd *d, struct ctl_conn *c)
 			if (end < c->rlen)
 				c->rbuf[end] = saved;
 			off = end;
+			budget--;
 		}
 	}
 	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 	c->rlen -= off;
 }
 
+/* Reads what the socket has (up to a buffer's room), then serves a turn's frames. */
 static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 {
-	for (;;) {
-		ssize_t n;
+	ssize_t n;
 
-		if (c->rcap - c->rlen < 65536) {
-			size_t cap = c->rcap ? c->rcap * 2 : 131072;
-			uint8_t *p = realloc(c->rbuf, cap);
+	if (c->rcap - c->rlen < 65536) {
+		size_t cap = c->rcap ? c->rcap * 2 : 131072;
+		uint8_t *p = realloc(c->rbuf, cap);
 
-			if (!p) {
-				log_err("out of memory reading from pid %d; closing", (int)c->pid);
-				c->dead = true;
-				return;
-			}
-			c->rbuf = p;
-			c->rcap = cap;
-		}
-		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n <= 0) {
-			if (c->rlen) {
-				d->ctl.bad_frames++;
-				log_warn("control client pid %d left in the middle of a frame (%zu "
-					 "bytes)",
-					 (int)c->pid, c->rlen);
-			}
+		if (!p) {
+			log_err("out of memory reading from pid %d; closing", (int)c->pid);
 			c->dead = true;
 			return;
 		}
-		c->rlen += (size_t)n;
-		ctl_parse(d, c);
-		if (c->dead || c->closing || (c->busy && !c->stream))
-			break;
+		c->rbuf = p;
+		c->rcap = cap;
 	}
+	do
+		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		unsigned int more;
+
+		if (c->rlen) {
+			d->ctl.bad_frames++;
+			if (ctl_log_ok(&d->ctl.log_bad, &more))
+				log_warn("control client pid %d left in the middle of a frame (%zu "
+					 "bytes; %u more bad frames not logged)",
+					 (int)c->pid, c->rlen, more);
+		}
+		c->dead = true;
+		return;
+	}
+	c->rlen += (size_t)n;
+	ctl_parse(d, c, CTL_FRAMES_PER_TURN);
 }
 
 static void ctl_conn_event(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -625,9 +920,72 @@ static void ctl_conn_event(struct lcfibd *d, struct lcfibd_source *s, uint32_t e
 
 	if (events & EPOLLOUT)
 		ctl_flush(c);
-	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+	/*
+	 * The peer closed: nobody will read the replies, so what it sent and
+	 * what it asked for go too (a job with the writer finishes unanswered).
+	 */
+	if (events & (EPOLLHUP | EPOLLERR))
+		c->dead = true;
+	else if (!c->dead && (events & EPOLLIN) && ctl_may_serve(c))
 		ctl_read(d, c);
 	ctl_conn_settle(d, c);
+}
+
+/* One piece of @c's reply in the making. */
+static void ctl_produce(struct lcfibd *d, struct ctl_conn *c)
+{
+	if (c->prod->more(d, c, c->prod_id, c->prod_ctx) == 0)
+		return;
+	c->prod->free(c->prod_ctx);
+	c->prod = NULL;
+	c->prod_ctx = NULL;
+}
+
+void ctl_conn_produce(struct ctl_conn *c, uint32_t id, const struct ctl_producer *p, void *ctx)
+{
+	c->prod = p;
+	c->prod_ctx = ctx;
+	c->prod_id = id;
+}
+
+bool ctl_serve(struct lcfibd *d)
+{
+	bool more = false;
+
+	for (struct ctl_conn *c = d->conns, *next; c; c = next) {
+		next = c->next;
+		if (!ctl_conn_ready(c))
+			continue;
+		if (c->prod)
+			ctl_produce(d, c);
+		else
+			ctl_parse(d, c, CTL_FRAMES_PER_TURN);
+		more |= ctl_conn_ready(c);
+		ctl_conn_settle(d, c);
+	}
+	return more;
+}
+
+void ctl_tick(struct lcfibd *d)
+{
+	time_t now = ctl_now();
+
+	for (struct ctl_conn *c = d->conns, *next; c; c = next) {
+		unsigned int more;
+
+		next = c->next;
+		if (!c->over_since || now - c->over_since < CTL_STALL_S)
+			continue;
+		d->ctl.dropped++;
+		if (ctl_log_ok(&d->ctl.log_dropped, &more))
+			log_warn(
+				"control client pid %d uid %u left %zu bytes of replies unread for "
+				"%d s: dropping it (and %u more not logged)",
+				(int)c->pid, (unsigned int)c->uid, ctl_unsent(c), CTL_STALL_S,
+				more);
+		c->dead = true;
+		ctl_conn_settle(d, c);
+	}
 }
 
 /* -------------------------------------------------------- the stream */
@@ -662,9 +1020,7 @@ char *ctl_conn_take_stream(struct ctl_conn *c, size_t *len, struct writer_job **
 void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c)
 {
 	c->busy = NULL;
-	if (!c->dead)
-		ctl_parse(d, c);
-	ctl_conn_settle(d, c);
+	ctl_conn_settle(d, c); /* its next frames wait for ctl_serve(), in turn */
 }
 
 /* ---------------------------------------------------- connections */
@@ -682,8 +1038,12 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 		rpc_load_stream_abort(c->stream); /* not queued yet: ours to free */
 	else if (c->busy)
 		c->busy->conn = NULL; /* the writer has it: its reply goes nowhere */
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	if (c->prod)
+		c->prod->free(c->prod_ctx);
+	if (c->fd >= 0) {
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+	}
 	d->ctl.clients--;
 	log_info("control client pid %d disconnected", (int)c->pid);
 	free(c->rbuf);
@@ -735,6 +1095,56 @@ static bool ctl_peer_is_admin(const struct lcfibd *d, int fd, const struct ucred
 	return admin;
 }
 
+/* Whether a peer of @uid may take a slot (see CTL_ADMIN_SLOTS); @why says why not. */
+static bool ctl_slot_free(const struct lcfibd *d, uid_t uid, bool admin, const char **why)
+{
+	unsigned int same = 0;
+
+	*why = "all connection slots are taken";
+	if (d->ctl.clients >= CTL_CLIENTS_MAX)
+		return false;
+	if (admin)
+		return true;
+	*why = "the slots left are kept for administrators";
+	if (d->ctl.clients >= CTL_CLIENTS_MAX - CTL_ADMIN_SLOTS)
+		return false;
+	for (const struct ctl_conn *c = d->conns; c; c = c->next)
+		same += c->uid == uid;
+	*why = "this user has as many connections as a read-only user may";
+	return same < CTL_CLIENTS_PER_UID;
+}
+
+/* Tells a peer why it gets no slot (one error frame, id 0), counts, logs now and then. */
+static void ctl_refuse(struct lcfibd *d, int fd, const struct ucred *cr, const char *why)
+{
+	struct lcfibd_err e = { 0 };
+	uint8_t hdr[CTL_HDR_LEN];
+	struct ctl_hdr h = { .version = CTL_VERSION, .type = CTL_ERROR };
+	unsigned int more;
+	char *json;
+
+	d->ctl.refused++;
+	if (ctl_log_ok(&d->ctl.log_refused, &more))
+		log_warn("control socket: refused pid %d uid %u: %s (%u clients; %u more refusals "
+			 "not logged)",
+			 (int)cr->pid, (unsigned int)cr->uid, why, d->ctl.clients, more);
+	lcfibd_err_set(&e, CTL_TAG_RESOURCE, NULL, "lcfibd refused the connection: %s (%u clients)",
+		       why, d->ctl.clients);
+	json = ctl_errors_json(&e, 1);
+	if (json) {
+		struct iovec iov[2] = { { hdr, sizeof(hdr) }, { json, strlen(json) } };
+		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+
+		h.len = (uint32_t)iov[1].iov_len;
+		ctl_hdr_encode(&h, hdr);
+		/* A new socket's buffer takes it whole, or the peer misses the reason. */
+		if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			log_debug("control socket: telling pid %d why: %m", (int)cr->pid);
+		free(json);
+	}
+	close(fd);
+}
+
 static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
 	(void)s;
@@ -743,24 +1153,29 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN };
 		socklen_t len = sizeof(struct ucred);
+		const char *why;
 		struct ucred cr;
 		struct ctl_conn *c;
+		bool admin;
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				log_warn("accept on the control socket: %m");
 			return;
 		}
-		if (d->ctl.clients >= CTL_CLIENTS_MAX) {
-			log_warn("control socket: %u clients already; refusing one",
-				 d->ctl.clients);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+			log_warn("control socket: cannot take a client: %m");
 			close(fd);
 			continue;
 		}
+		admin = ctl_peer_is_admin(d, fd, &cr);
+		if (!ctl_slot_free(d, cr.uid, admin, &why)) {
+			ctl_refuse(d, fd, &cr, why);
+			continue;
+		}
 		c = calloc(1, sizeof(*c));
-		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		if (!c) {
 			log_warn("control socket: cannot take a client: %m");
-			free(c);
 			close(fd);
 			continue;
 		}
@@ -768,7 +1183,7 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 		c->fd = fd;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
-		c->admin = ctl_peer_is_admin(d, fd, &cr);
+		c->admin = admin;
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			log_warn("control socket: epoll: %m");
@@ -782,6 +1197,32 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 		log_info("control client pid %d uid %u connected (%s)", (int)c->pid,
 			 (unsigned int)c->uid, c->admin ? "may edit" : "read only");
 	}
+}
+
+void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t len)
+{
+	struct ctl_conn *c = calloc(1, sizeof(*c)), *i;
+
+	if (!c || !(c->rbuf = malloc(len + 1))) {
+		free(c);
+		return;
+	}
+	memcpy(c->rbuf, buf, len);
+	c->rlen = len;
+	c->rcap = len + 1;
+	c->fd = -1;
+	c->pid = getpid();
+	c->uid = admin ? 0 : 65534;
+	c->admin = admin;
+	c->next = d->conns;
+	d->conns = c;
+	d->ctl.clients++;
+	while (ctl_serve(d))
+		;
+	for (i = d->conns; i && i != c; i = i->next)
+		;
+	if (i)
+		ctl_conn_close(d, c);
 }
 
 int ctl_listen(struct lcfibd *d)

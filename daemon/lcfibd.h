@@ -51,9 +51,17 @@ struct lcfibd_ingest {
 	char last_error[512];
 };
 
+/* A kind of log line kept to one per interval (ctl.c). */
+struct ctl_ratelimit {
+	time_t last;
+	unsigned int suppressed;
+};
+
 struct lcfibd_ctl_stats {
 	uint64_t requests, errors, bad_frames, denied, config_writes;
+	uint64_t refused, dropped; /* connections refused (no slot), peers dropped (not reading) */
 	unsigned int clients;
+	struct ctl_ratelimit log_refused, log_dropped, log_bad;
 };
 
 struct lcfibd {
@@ -188,6 +196,14 @@ void rpc_loaded_free(struct lcfibd *d);
 /* ---------------------------------------------------------------- ctl.c */
 
 int ctl_listen(struct lcfibd *d);
+/*
+ * Append @s to the JSON text *@out (*@len bytes in *@cap, NUL-terminated,
+ * grown as needed): as it is (raw), or as a string, quoted, escaped, with
+ * bytes that are not UTF-8 made U+FFFD (str). On want of memory the text
+ * stays as it was.
+ */
+void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s);
+void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s);
 void ctl_close_all(struct lcfibd *d);
 /* Replies to @c (may be NULL: dropped). */
 void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json);
@@ -195,6 +211,37 @@ void ctl_reply_error(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const st
 void ctl_reply_errors(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lcfibd_err *e,
 		      unsigned int n);
 void ctl_notify(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json);
+/* A piece of a long reply (CTL_PART): @len bytes of JSON that the next pieces continue. */
+void ctl_reply_part(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json,
+		    size_t len);
+
+/*
+ * A reply made piece by piece as the connection drains (a listing), so
+ * that it never needs more memory than a piece. When little of @c's
+ * output is left unsent, ctl.c calls more(), which queues the next piece
+ * with ctl_reply_part() and returns 0, or queues the last with
+ * ctl_reply() or ctl_reply_error() and returns 1. free() drops @ctx at
+ * the end, or when the peer is gone. @c's later frames wait till the end.
+ */
+struct ctl_producer {
+	int (*more)(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx);
+	void (*free)(void *ctx);
+};
+void ctl_conn_produce(struct ctl_conn *c, uint32_t id, const struct ctl_producer *p, void *ctx);
+/*
+ * Loop thread, after each round of events: gives every connection with
+ * frames to serve (or a reply to go on with) one turn. Returns whether
+ * some have more, so that the loop comes back without waiting.
+ */
+bool ctl_serve(struct lcfibd *d);
+/* Loop thread, every second: drops peers that left too much unread for too long. */
+void ctl_tick(struct lcfibd *d);
+/*
+ * Serves @len bytes as if a peer had sent them on a connection of its
+ * own (as root with @admin, else as a reader), until nothing is left to
+ * do; the replies go nowhere. For fuzzing the requests without sockets.
+ */
+void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t len);
 /* The request of @c is answered: read its next frames. */
 void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c);
 /* The stream buffer of @c (a load with path "-"), taken by the caller. */

@@ -26,43 +26,6 @@
 #define LCFIB_YANG_DIR "/usr/local/share/lcfib/yang"
 #endif
 
-void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-	e->tag = tag;
-	snprintf(e->path, sizeof(e->path), "%s", path ? path : "");
-}
-
-/*
- * libyang's path reads 'Data location "/lcfib:lcfib/sync-mem", line number 4.':
- * the YANG path goes in @e->path, the rest joins the message.
- */
-void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const char *what)
-{
-	const struct ly_err_item *ei = ly_err_last(ly);
-	const char *msg = ei && ei->msg ? ei->msg : "invalid data";
-	const char *where = ei && ei->path ? ei->path : "";
-	const char *q1 = strchr(where, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
-	const char *line = strstr(where, "line number ");
-
-	e->tag = ei && ei->apptag ? "invalid-value" : "invalid-value";
-	if (ei && ei->apptag)
-		e->tag = ei->apptag;
-	e->path[0] = '\0';
-	if (q1 && q2 && q2 - q1 - 1 < (long)sizeof(e->path))
-		snprintf(e->path, sizeof(e->path), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
-	if (line)
-		snprintf(e->msg, sizeof(e->msg), "%s%sline %d: %s", what ? what : "",
-			 what ? ": " : "", atoi(line + 12), msg);
-	else
-		snprintf(e->msg, sizeof(e->msg), "%s%s%s", what ? what : "", what ? ": " : "", msg);
-	ly_err_clean((struct ly_ctx *)ly, NULL);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -374,13 +337,6 @@ static void daemon_ready(int *ready_fd, unsigned char status, bool keep_stderr)
 	}
 }
 
-int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source *s)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = s };
-
-	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
 static void on_signal(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
 	struct signalfd_siginfo si;
@@ -409,6 +365,7 @@ static void on_timer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 	d->rate = n ? (applied - d->rate_prev_applied) / n : 0;
 	d->rate_prev_applied = applied;
 	ctl_progress(d);
+	ctl_tick(d);
 }
 
 static void on_writer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
@@ -444,8 +401,10 @@ static void loop_run(struct lcfibd *d)
 {
 	struct epoll_event ev[32];
 
+	bool more = false; /* connections with frames left to serve: do not wait */
+
 	while (!d->stop) {
-		int n = epoll_wait(d->epfd, ev, 32, -1);
+		int n = epoll_wait(d->epfd, ev, 32, more ? 0 : -1);
 
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %m");
@@ -456,6 +415,7 @@ static void loop_run(struct lcfibd *d)
 
 			src->fn(d, src, ev[i].events);
 		}
+		more = ctl_serve(d);
 	}
 }
 

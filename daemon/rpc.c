@@ -88,7 +88,7 @@ struct rpc_route {
 	uint32_t table, metric, nh_id;
 	uint8_t type, proto, scope;
 	uint16_t n_paths;
-	size_t path_off;	     /* a listing's: where its paths start in the walk's array */
+	size_t path_off;            /* a listing's: where its paths start in the walk's array */
 	const struct nh_path *path; /* n_paths of them */
 };
 
@@ -254,16 +254,30 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 
 /* --------------------------------------------------------------- routes */
 
+/*
+ * Routes per piece of a listing. Each piece is walked in a read-side
+ * section of its own (about 0.2 ms), printed outside it, and sent once
+ * the client has read most of the last one: a whole table never stretches
+ * a grace period, nor takes more than a piece's memory.
+ */
+#define RPC_ROUTES_PIECE 1024
+
+/* A listing in progress: what it lists, where it goes on, the piece at hand. */
 struct rpc_walk {
 	struct addr_prefix within;
 	bool filter;
 	uint32_t table;
+	int family; /* AF_UNSPEC: IPv4, then IPv6 */
+	int fam;    /* the family being walked; 0 when done */
+	struct fib_walk_pos pos;
 	uint64_t limit, n;
-	bool truncated;
-	struct rpc_route *r; /* limit of them, or fewer */
-	size_t cap;
-	struct nh_path *paths; /* the routes' paths, one after the other */
+	bool truncated, opened; /* opened: a piece went out */
+	struct rpc_route *r;    /* this piece's routes */
+	size_t n_r, cap;
+	struct nh_path *paths; /* their paths, one after the other */
 	size_t n_paths, cap_paths;
+	char *text; /* this piece's JSON */
+	size_t len, text_cap;
 };
 
 static bool rpc_within(const struct addr_prefix *p, const struct addr_prefix *w)
@@ -287,6 +301,7 @@ static bool rpc_past(const struct addr_prefix *p, const struct addr_prefix *w)
 	return memcmp(&a.b, &w->a.b, addr_bits(a.family) / 8) > 0;
 }
 
+/* 1 stops the listing: past the prefix, or at the limit. */
 static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *fr)
 {
 	struct rpc_walk *w = ctx;
@@ -297,7 +312,7 @@ static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_
 		w->truncated = true;
 		return 1;
 	}
-	if (w->n == w->cap) {
+	if (w->n_r == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 256;
 		struct rpc_route *r = realloc(w->r, cap * sizeof(*r));
 
@@ -315,67 +330,168 @@ static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_
 		w->paths = paths;
 		w->cap_paths = cap;
 	}
-	rpc_route_copy_rcu(&w->r[w->n], w->table, p, fr, w->paths + w->n_paths);
-	w->r[w->n].path_off = w->n_paths;
-	w->n_paths += w->r[w->n++].n_paths;
+	rpc_route_copy_rcu(&w->r[w->n_r], w->table, p, fr, w->paths + w->n_paths);
+	w->r[w->n_r].path_off = w->n_paths;
+	w->n_paths += w->r[w->n_r++].n_paths;
+	w->n++;
 	return 0;
 }
 
-static int rpc_routes(struct lcfibd *d, const struct lyd_node *op, char **reply,
-		      struct lcfibd_err *e)
+/* The next family to walk, from its start (or the prefix's). */
+static void rpc_walk_family(struct rpc_walk *w, int fam)
 {
-	struct rpc_walk w = { .table = rpc_table(rpc_value(op, "table")) };
-	const char *prefix = rpc_value(op, "prefix");
-	int family = rpc_family(rpc_value(op, "family")), ret = 0;
-	struct lyd_node *out;
-	struct errbuf err;
+	w->fam = fam;
+	memset(&w->pos, 0, sizeof(w->pos));
+	if (w->filter)
+		w->pos.from = w->within.a;
+}
 
-	w.limit = rpc_u64(op, "limit", 1000);
-	if (prefix) {
-		if (addr_parse_prefix(prefix, AF_UNSPEC, &w.within, &err)) {
-			lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/prefix", "%s", err.msg);
-			return -1;
-		}
-		w.filter = true;
-		family = w.within.a.family;
-	}
+/* Walks the next piece in one read-side section: 1 when the listing is complete, or -ENOMEM. */
+static int rpc_walk_piece(struct lcfibd *d, struct rpc_walk *w)
+{
+	int ret = 0;
+
+	w->n_r = w->n_paths = 0;
 	fib_read_lock();
-	for (int fam = AF_INET; fam && !ret; fam = fam == AF_INET ? AF_INET6 : 0) {
-		const struct fib_table *tb;
+	while (w->fam && !ret && w->n_r < RPC_ROUTES_PIECE) {
+		const struct fib_table *tb = fib_table_get_rcu(d->fib, w->table, w->fam);
+		int next = w->fam == AF_INET && w->family == AF_UNSPEC ? AF_INET6 : 0;
 
-		if (family != AF_UNSPEC && fam != family)
-			continue;
-		tb = fib_table_get_rcu(d->fib, w.table, fam);
 		if (tb)
-			ret = fib_walk_rcu(tb, rpc_walk_fn, &w);
+			ret = fib_walk_from_rcu(tb, &w->pos,
+						RPC_ROUTES_PIECE - (unsigned int)w->n_r,
+						rpc_walk_fn, w);
+		if (!ret && (!tb || w->pos.done))
+			rpc_walk_family(w, next);
 	}
 	fib_read_unlock();
-	if (ret < 0) {
-		free(w.r);
-		free(w.paths);
+	return ret ? ret : !w->fam;
+}
+
+/* A route of the list, as libyang prints it (RFC 7951, numbers bare). */
+static void rpc_route_json(struct rpc_walk *w, const struct rpc_route *r, uint64_t index)
+{
+	char buf[512], p[ADDR_STRLEN];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "{\"index\":%" PRIu64 ",\"prefix\":\"%s\",\"table\":%u,\"type\":\"%s\","
+		     "\"protocol\":%u,\"scope\":%u,\"metric\":%u",
+		     index, addr_prefix_format(&r->p, p, sizeof(p)), r->table,
+		     fib_rtype_name(r->type), r->proto, r->scope, r->metric);
+	if (r->nh_id)
+		snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"nexthop-id\":%u", r->nh_id);
+	ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+	for (unsigned int i = 0; i < r->n_paths; i++) {
+		const struct nh_path *nh = &r->path[i];
+		const char *sep = "{";
+		char name[IF_NAMESIZE];
+
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, i ? "," : ",\"nexthop\":[");
+		if (nh->gw_family) {
+			inet_ntop(nh->gw_family, &nh->gw, p, sizeof(p));
+			snprintf(buf, sizeof(buf), "{\"gateway\":\"%s\"", p);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+		if (nh->ifindex) {
+			snprintf(buf, sizeof(buf), "%s\"interface\":", sep);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			ctl_json_str(&w->text, &w->len, &w->text_cap,
+				     ifname_name(nh->ifindex, name));
+			sep = ",";
+		}
+		if (r->n_paths > 1) {
+			snprintf(buf, sizeof(buf), "%s\"weight\":%u", sep, nh->weight);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, sep[0] == '{' ? "{}" : "}");
+	}
+	ctl_json_raw(&w->text, &w->len, &w->text_cap, r->n_paths ? "]}" : "}");
+}
+
+/*
+ * The next piece of a listing: {"lcfib:routes":{"route":[ and routes,
+ * then more routes, and at the end ],"truncated":...}} (lib/ctl.h: the
+ * pieces concatenated are the reply).
+ */
+static int rpc_routes_more(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx)
+{
+	struct rpc_walk *w = ctx;
+	uint64_t first = w->n + 1;
+	int end = rpc_walk_piece(d, w);
+
+	if (end < 0) {
+		struct lcfibd_err e = { 0 };
+
+		lcfibd_err_set(&e, CTL_TAG_FAILED, NULL, "out of memory listing routes");
+		ctl_reply_error(d, c, id, &e);
+		return 1;
+	}
+	w->len = 0;
+	for (size_t i = 0; i < w->n_r; i++) {
+		w->r[i].path = w->paths + w->r[i].path_off; /* the array has stopped moving */
+		if (i || w->opened)
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, ",");
+		else
+			ctl_json_raw(&w->text, &w->len, &w->text_cap,
+				     "{\"lcfib:routes\":{\"route\":[");
+		rpc_route_json(w, &w->r[i], first + i);
+	}
+	w->opened |= w->n_r > 0;
+	if (!end) {
+		ctl_reply_part(d, c, id, w->text, w->len);
+		return 0;
+	}
+	if (!w->opened)
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, "{\"lcfib:routes\":{");
+	else
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, "],");
+	ctl_json_raw(&w->text, &w->len, &w->text_cap,
+		     w->truncated ? "\"truncated\":true}}" : "\"truncated\":false}}");
+	ctl_reply(d, c, id, w->text);
+	return 1;
+}
+
+static void rpc_routes_free(void *ctx)
+{
+	struct rpc_walk *w = ctx;
+
+	free(w->r);
+	free(w->paths);
+	free(w->text);
+	free(w);
+}
+
+static const struct ctl_producer rpc_routes_producer = { rpc_routes_more, rpc_routes_free };
+
+static int rpc_routes(struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+		      struct lcfibd_err *e)
+{
+	const char *prefix = rpc_value(op, "prefix");
+	struct rpc_walk *w = calloc(1, sizeof(*w));
+	struct errbuf err;
+
+	if (!w) {
 		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory listing routes");
 		return -1;
 	}
-	out = rpc_reply_new(d, "routes", e);
-	ret = out ? rpc_term(out, "truncated", "%s", w.truncated ? "true" : "false") : -1;
-	for (uint64_t i = 0; i < w.n && !ret; i++) {
-		struct lyd_node *rt;
-		char index[24];
-
-		w.r[i].path = w.paths + w.r[i].path_off; /* the array has stopped moving */
-		snprintf(index, sizeof(index), "%" PRIu64, i + 1);
-		ret = lyd_new_list(out, NULL, "route", 1, &rt, index) == LY_SUCCESS
-			      ? rpc_route_out(rt, &w.r[i])
-			      : -1;
+	w->table = rpc_table(rpc_value(op, "table"));
+	w->family = rpc_family(rpc_value(op, "family"));
+	w->limit = rpc_u64(op, "limit", 1000);
+	if (prefix) {
+		if (addr_parse_prefix(prefix, AF_UNSPEC, &w->within, &err)) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/prefix", "%s", err.msg);
+			free(w);
+			return -1;
+		}
+		w->filter = true;
+		w->family = w->within.a.family;
 	}
-	free(w.r);
-	free(w.paths);
-	if (!ret)
-		ret = rpc_print(d, out, reply, e);
-	else if (out)
-		lcfibd_err_from_ly(e, d->ly, "routes reply");
-	lyd_free_all(out);
-	return ret;
+	rpc_walk_family(w, w->family == AF_UNSPEC ? AF_INET : w->family);
+	ctl_conn_produce(c, id, &rpc_routes_producer, w);
+	return 1;
 }
 
 /* ------------------------------------------------------- writer jobs */
@@ -1075,7 +1191,7 @@ int rpc_run(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_
 	if (strcmp(name, "lookup") == 0)
 		return rpc_lookup(d, op, reply, e);
 	if (strcmp(name, "routes") == 0)
-		return rpc_routes(d, op, reply, e);
+		return rpc_routes(c, id, op, e); /* in pieces, as @c drains */
 	if (strcmp(name, "flush") == 0)
 		return rpc_flush(d, c, id, op, e);
 	if (strcmp(name, "route-add") == 0)

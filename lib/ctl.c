@@ -22,7 +22,7 @@ void ctl_hdr_encode(const struct ctl_hdr *h, uint8_t *buf)
 
 static int ctl_type_known(unsigned int type)
 {
-	return (type >= CTL_GET && type <= CTL_END) || (type >= CTL_REPLY && type <= CTL_NOTIFY);
+	return (type >= CTL_GET && type <= CTL_END) || (type >= CTL_REPLY && type <= CTL_PART);
 }
 
 int ctl_hdr_decode(const uint8_t *buf, uint32_t max, struct ctl_hdr *h, struct errbuf *err)
@@ -72,6 +72,8 @@ const char *ctl_type_name(unsigned int type)
 		return "error";
 	case CTL_NOTIFY:
 		return "notify";
+	case CTL_PART:
+		return "part";
 	}
 	return "unknown";
 }

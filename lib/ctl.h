@@ -15,9 +15,15 @@
  *   error  payload: {"errors":[{"message":"...","path":"...","app-tag":"..."}]}
  *          (path and app-tag may be absent).
  *
+ *   part   a piece of a long reply (a routes listing): the payloads of the
+ *          parts and of the reply that ends them, concatenated, are the
+ *          reply's JSON. The daemon makes the next piece only once the
+ *          client has read the last ones.
+ *
  * Every reply carries the id of its request. Requests are answered in
  * order. A peer that sends a bad header is answered with an error and
- * disconnected; the daemon keeps serving everyone else.
+ * disconnected; the daemon keeps serving everyone else. A connection the
+ * daemon refuses (too many clients) gets one error with id 0, then EOF.
  */
 #ifndef LCFIB_CTL_H
 #define LCFIB_CTL_H
@@ -45,6 +51,7 @@ enum ctl_type {
 	CTL_REPLY = 64,
 	CTL_ERROR = 65,
 	CTL_NOTIFY = 66,
+	CTL_PART = 67, /* a piece of the reply with the same id */
 };
 
 /* CTL_GET flags: what to return (none: both). */
@@ -64,6 +71,7 @@ enum ctl_type {
 #define CTL_TAG_FAILED      "operation-failed"
 #define CTL_TAG_BUSY        "in-use"
 #define CTL_TAG_UNSUPPORTED "operation-not-supported"
+#define CTL_TAG_RESOURCE    "resource-denied"
 
 struct ctl_hdr {
 	uint32_t len; /* payload bytes after the header */

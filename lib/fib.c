@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1225,21 +1226,43 @@ int fib_walk_rcu(const struct fib_table *tb,
 		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
 		 void *ctx)
 {
-	struct fib_cursor c = { 0 };
+	struct fib_walk_pos pos = { .done = false };
+
+	return fib_walk_from_rcu(tb, &pos, UINT_MAX, fn, ctx);
+}
+
+int fib_walk_from_rcu(const struct fib_table *tb, struct fib_walk_pos *pos, unsigned int max,
+		      int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
+		      void *ctx)
+{
+	struct fib_cursor c = { .done = pos->done };
 	const struct fib_route *routes;
 	struct addr_prefix p;
-	unsigned int n;
-	int ret;
+	unsigned int n, seen = 0;
+	int ret = 0;
 
-	while (fib_next_leaf_rcu(tb, &c, &p.a, &routes, &n) == 0) {
-		for (unsigned int i = 0; i < n; i++) {
+	if (pos->from.family == AF_INET)
+		c.from = addr_key4(&pos->from);
+	else if (pos->from.family == AF_INET6)
+		c.from = addr_key6(&pos->from);
+	while (!ret && seen < max && fib_next_leaf_rcu(tb, &c, &p.a, &routes, &n) == 0) {
+		for (unsigned int i = 0; i < n && !ret; i++) {
 			p.plen = routes[i].plen;
 			ret = fn(ctx, &p, &routes[i]);
-			if (ret)
-				return ret;
 		}
+		seen += n;
 	}
-	return 0;
+	/* The cursor went past every leaf it returned, or found none after it. */
+	if (seen < max && !ret)
+		c.done = true;
+	pos->done = c.done;
+	if (!c.done) {
+		if (tb->family == AF_INET)
+			addr_from_key4(&pos->from, (uint32_t)c.from);
+		else
+			addr_from_key6(&pos->from, c.from);
+	}
+	return ret;
 }
 
 void fib_get_state(const struct fib *f, struct fib_state *st)

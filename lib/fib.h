@@ -252,6 +252,20 @@ const struct fib_route *fib_find_rcu(const struct fib *f, uint32_t table,
 int fib_walk_rcu(const struct fib_table *tb,
 		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
 		 void *ctx);
+/* Where a walk goes on: the key of the next leaf to visit. */
+struct fib_walk_pos {
+	struct addr from; /* of the table's family; zero (any family): the start */
+	bool done;        /* the walk has passed the last leaf */
+};
+/*
+ * Reader: as fib_walk_rcu, from @pos, leaf by leaf, until at least @max
+ * routes went to @fn (a leaf is never split), so that a long listing can
+ * go on in a later read-side section. Updates @pos; 0 at the end of the
+ * table or when @max was reached (->done tells which), or what @fn returned.
+ */
+int fib_walk_from_rcu(const struct fib_table *tb, struct fib_walk_pos *pos, unsigned int max,
+		      int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
+		      void *ctx);
 
 /* Any thread. Counters, reclamation and memory. */
 void fib_get_state(const struct fib *f, struct fib_state *st);

@@ -127,7 +127,7 @@ static void mem_slab_free(struct mem *m, void *p, size_t size);
 /* Gives the slab a fresh chunk to carve from. */
 static int mem_slab_grow(struct mem *m, struct mem_slab *s)
 {
-	if (m->block_carve + MEM_CHUNK_SIZE > m->block_end) {
+	if (!m->block_carve || m->block_carve + MEM_CHUNK_SIZE > m->block_end) {
 		struct mem_block *b = mem_huge_alloc(MEM_BLOCK_SIZE);
 
 		if (!b)
@@ -152,7 +152,8 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 
 	if (!o) {
 		o = atomic_exchange_explicit(&s->remote, NULL, memory_order_acquire);
-		if (!o && s->carve + size > s->carve_end) {
+		/* No chunk yet: carve is NULL, and NULL + size is undefined (so above). */
+		if (!o && (!s->carve || s->carve + size > s->carve_end)) {
 			/*
 			 * The tail of the old chunk that cannot hold one more object
 			 * stays unused: at most MEM_SLAB_MAX bytes per 64 KiB.

@@ -10,7 +10,8 @@
                                     load FILE streamed over the socket (path
                                     "-"); JSON adds input leaves to the load
 
-Prints each answer as "TYPE PAYLOAD" (reply, error, notify); exits 1 on an
+Prints each answer as "TYPE PAYLOAD" (reply, error, notify; the pieces of
+a long reply are joined into it: lib/ctl.h's "part"); exits 1 on an
 error answer, 3 when the daemon closes the connection without one. `value`
 prints nothing and exits 4 when the leaf is absent.
 
@@ -23,7 +24,7 @@ import struct
 import sys
 
 TYPES = {"get": 1, "edit": 2, "rpc": 3, "data": 4, "end": 5}
-NAMES = {64: "reply", 65: "error", 66: "notify"}
+NAMES = {64: "reply", 65: "error", 66: "notify", 67: "part"}
 HDR = struct.Struct(">IBBHI")
 GET_CONFIG, GET_STATE = 1, 2
 
@@ -47,7 +48,8 @@ def recv_exact(s, n):
 
 
 def answers(s):
-    """Yields (type name, payload) until a reply or an error."""
+    """Yields (type name, payload) until a reply or an error; parts join the reply."""
+    parts = b""
     while True:
         hdr = recv_exact(s, 12)
         if hdr is None:
@@ -55,6 +57,11 @@ def answers(s):
         length, _ver, ftype, _flags, _ident = HDR.unpack(hdr)
         payload = recv_exact(s, length) if length else b""
         name = NAMES.get(ftype, str(ftype))
+        if name == "part":
+            parts += payload or b""
+            continue
+        if name == "reply":
+            payload = parts + (payload or b"")
         yield name, (payload or b"").decode()
         if name != "notify":
             return
@@ -118,6 +125,7 @@ class Conn:
 
     def wait(self, ident, notify=None):
         """The answer to request @ident: (ok, payload); notifications go to @notify."""
+        parts = ""
         while True:
             name, rid, payload = self.recv()
             if rid != ident:
@@ -127,9 +135,12 @@ class Conn:
                 if notify:
                     notify(payload)
                 continue
+            if name == "part":
+                parts += payload
+                continue
             if name not in ("reply", "error"):
                 raise AssertionError("unexpected frame type %s" % name)
-            return name == "reply", payload
+            return name == "reply", (parts + payload if name == "reply" else payload)
 
     def request(self, ftype, payload=b"", flags=0, notify=None):
         return self.wait(self.send(ftype, payload, flags), notify)

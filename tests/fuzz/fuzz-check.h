@@ -18,14 +18,8 @@
 #include <linux/rtnetlink.h>
 
 #include "lib/rtnl.h"
+#include "tests/fuzz/fuzz-assert.h"
 
-#define FUZZ_ASSERT(cond)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 /* Big enough for any message rtnl_encode_*() writes (64 paths of 32 bytes and the rest). */
 union fuzz_buf {

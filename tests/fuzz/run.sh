@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Builds the libFuzzer targets of the netlink and FPM decoders with clang
-# (ASan and UBSan) into a temp dir, seeds them from the encoder
-# (gen_seeds.c), runs each for a fixed number of inputs, and prints
+# Builds the libFuzzer targets with clang (ASan and UBSan) into a temp
+# dir: the netlink and FPM decoders, seeded from the encoder (gen_seeds.c);
+# the route-file parser and the control socket's requests, seeded from
+# the few lines and frames below. Runs each for a fixed number of inputs,
+# and prints
 # cmocka-style summary lines (tools/summarize.sh counts them). Exits 0 when
 # both ran clean, 1 when one found something (the input is kept in
 # $LCFIB_BUILDDIR/tests/fuzz/), 77 (skip) without clang or libFuzzer.
@@ -23,8 +25,12 @@ BUILDDIR=${LCFIB_BUILDDIR:-$SRCDIR}
 CLANG=${CLANG:-clang}
 RUNS=${FUZZ_RUNS:-200000}
 MAX_TIME=${FUZZ_MAX_TIME:-15}
-TARGETS=(fuzz_rtnl fuzz_fpm)
-LIB_SOURCES=(lib/rtnl.c lib/fpm.c lib/err.c lib/addr.c)
+TARGETS=(fuzz_rtnl fuzz_fpm fuzz_routefile fuzz_ctl)
+LIB_SOURCES=(lib/rtnl.c lib/fpm.c lib/err.c lib/addr.c lib/routefile.c lib/fib.c lib/nh.c
+	lib/trie4.c lib/trie6.c lib/reclaim.c lib/mem.c lib/ifname.c lib/ctl.c)
+# The daemon but its main.c: fuzz_ctl serves requests with them.
+DAEMON_SOURCES=(daemon/cfg.c daemon/ctl.c daemon/feed.c daemon/feed_fpm.c daemon/feed_kernel.c
+	daemon/lcfibd.c daemon/log.c daemon/rpc.c daemon/state.c daemon/writer.c)
 
 skip()
 {
@@ -43,8 +49,10 @@ printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);\n%s\n' \
 "$CLANG" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe" >"$tmp/probe.log" 2>&1 ||
 	skip "$CLANG cannot link libFuzzer with ASan and UBSan: $(head -n 3 "$tmp/probe.log" | tr '\n' ' ')"
 
-deps_cflags=$(pkg-config --cflags liburcu-memb libmnl 2>/dev/null) || deps_cflags=
-deps_libs=$(pkg-config --libs libmnl 2>/dev/null) || deps_libs=-lmnl
+deps_cflags=$(pkg-config --cflags liburcu-memb libmnl libyang 2>/dev/null) || deps_cflags=
+deps_libs=$(pkg-config --libs liburcu-memb libmnl 2>/dev/null) || deps_libs="-lurcu-memb -lmnl"
+deps_libs="$deps_libs -lpthread"
+yang_libs=$(pkg-config --libs libyang 2>/dev/null) || yang_libs=-lyang
 CFLAGS=(-std=gnu11 -g -O1 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 	-Wformat=2 -Wwrite-strings -Wundef -Wvla -D_LGPL_SOURCE=1 -I"$SRCDIR" -I"$BUILDDIR")
 # shellcheck disable=SC2206 # pkg-config's words are meant to split
@@ -62,30 +70,81 @@ fail_build()
 	exit 1
 }
 
-# The library's sources once, instrumented, for every program below.
-objs=()
-for s in "${LIB_SOURCES[@]}"; do
-	o=$tmp/$(basename "$s" .c).o
-	"$CLANG" "${CFLAGS[@]}" -fsanitize=fuzzer-no-link "${SAN[@]}" -c "$SRCDIR/$s" -o "$o" \
-		>"$o.log" 2>&1 || fail_build "$s" "$o.log"
-	objs+=("$o")
-done
+# compile SOURCE...: once each, instrumented, into $tmp/NAME.o; the objects in $objs.
+compile()
+{
+	local s o
+	objs=()
+	for s in "$@"; do
+		o=$tmp/$(basename "$(dirname "$s")")-$(basename "$s" .c).o
+		"$CLANG" "${CFLAGS[@]}" -fsanitize=fuzzer-no-link "${SAN[@]}" -c "$SRCDIR/$s" \
+			-o "$o" >"$o.log" 2>&1 || fail_build "$s" "$o.log"
+		objs+=("$o")
+	done
+}
+compile "${DAEMON_SOURCES[@]}"
+daemon_objs=("${objs[@]}")
+compile "${LIB_SOURCES[@]}"
 
-# link OUT SANITIZERS SOURCE
+# link OUT SANITIZERS SOURCE [MORE...]: a program of SOURCE, the library and MORE.
 link()
 {
 	# shellcheck disable=SC2086 # pkg-config's words are meant to split
-	"$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "$2" "$3" "${objs[@]}" -o "$1" $deps_libs \
+	"$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "$2" "$3" "${@:4}" "${objs[@]}" -o "$1" $deps_libs \
 		>"$1.log" 2>&1 || fail_build "$(basename "$3")" "$1.log"
+}
+
+# frame TYPE FLAGS PAYLOAD: a control frame (lib/ctl.h), as printf escapes.
+frame()
+{
+	local n=${#3}
+	printf '\\x%02x\\x%02x\\x%02x\\x%02x\\x01\\x%02x\\x00\\x%02x\\x00\\x00\\x00\\x07%s' \
+		$((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)) "$1" "$2" "$3"
+}
+
+# The control socket's seeds: one request of each kind, and a few in a row.
+seed_ctl()
+{
+	local d=$tmp/corpus/fuzz_ctl i=0 f
+	mkdir -p "$d"
+	for f in "$(frame 1 3 '')" "$(frame 1 2 /lcfib:lcfib/state)" \
+		"$(frame 1 1 "/lcfib:lcfib/feeds")" \
+		"$(frame 3 0 '{"lcfib:lookup":{"address":"10.2.3.4"}}')" \
+		"$(frame 3 0 '{"lcfib:routes":{"limit":2}}')" \
+		"$(frame 3 0 '{"lcfib:routes":{"prefix":"2001:db8::/32","table":"main"}}')" \
+		"$(frame 3 0 '{"lcfib:load":{"path":"-"}}')$(frame 4 0 '10.0.0.0/8')$(frame 5 0 '')" \
+		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
+		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')"; do
+		# shellcheck disable=SC2059 # the frame is made of escapes for printf
+		printf "$f" >"$d/seed-$((i++))"
+	done
+}
+
+# The route-file seeds: a format byte (0 auto, 1 batch, 2 plain; +0x80 skip bad
+# lines), a byte where the file is cut in two, then the file.
+seed_routefile()
+{
+	local d=$tmp/corpus/fuzz_routefile
+	mkdir -p "$d"
+	printf '\x01\x10route add 10.0.0.0/8 via 192.0.2.1 dev lo\nroute del 10.0.0.0/8\n' >"$d/batch"
+	printf '\x02\x05192.0.2.0/24\r\n2001:db8::/32\n# comment\n\n10.0.0.0/8' >"$d/plain"
+	printf '\x81\x20route add blackhole 10.1.0.0/16 metric 5\nroute add 10.2.0.0/33\n%s\n' \
+		'route append 10.2.0.0/16 nexthop via 192.0.2.1 dev lo weight 2 nexthop dev lo' >"$d/skip"
+	printf '\x00\x03route add 2001:db8::/32 via fe80::1 dev lo table 100 proto 186\n' >"$d/auto"
 }
 
 mkdir -p "$tmp/corpus/fuzz_rtnl" "$tmp/corpus/fuzz_fpm"
 link "$tmp/gen_seeds" -fsanitize=address,undefined "$SRCDIR/tests/fuzz/gen_seeds.c"
 "$tmp/gen_seeds" "$tmp/corpus/fuzz_rtnl" "$tmp/corpus/fuzz_fpm" >"$tmp/gen_seeds.out" 2>&1 ||
 	fail_build "the seed corpus" "$tmp/gen_seeds.out"
-for t in "${TARGETS[@]}"; do
+seed_ctl
+seed_routefile
+for t in fuzz_rtnl fuzz_fpm fuzz_routefile; do
 	link "$tmp/$t" -fsanitize=fuzzer "$SRCDIR/tests/fuzz/$t.c"
 done
+# shellcheck disable=SC2086 # pkg-config's words are meant to split
+link "$tmp/fuzz_ctl" -fsanitize=fuzzer "$SRCDIR/tests/fuzz/fuzz_ctl.c" "${daemon_objs[@]}" $yang_libs
+export LCFIB_YANG_DIR=$SRCDIR/yang
 
 seed_opt=()
 [ -n "${FUZZ_SEED:-}" ] && seed_opt=(-seed="$FUZZ_SEED")

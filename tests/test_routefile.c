@@ -840,7 +840,7 @@ static void test_routefile_ipv6_siblings_merge_and_roll_back(void **state)
 		 "%sroute append 2001:db8:5::/48 via fe80::4 dev lo metric 1024\n", edits6);
 	assert_int_equal(apply_text(f, text, false, &err), -EEXIST);
 	assert_string_equal(err.msg,
-			    "t.routes:4: 2001:db8:5::/48 table 254 metric 1024: a route of this "
+			    "t.routes:4:14: 2001:db8:5::/48 table 254 metric 1024: a route of this "
 			    "metric has this nexthop already");
 	after = fib_dump(f);
 	assert_string_equal(before, after);

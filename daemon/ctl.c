@@ -23,16 +23,22 @@
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "lib/ctl.h"
+#include "lib/routefile.h"
 
-#define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file */
+#define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file, whatever max-route-file-size says */
 #define CTL_CLIENTS_MAX 256
+#define CTL_CONN_FDS    4 /* descriptors passed and not yet taken by a request */
 
 struct ctl_conn {
 	struct lcfibd_source src; /* first: epoll's data.ptr */
 	int fd;
 	pid_t pid;
 	uid_t uid;
+	struct lcfibd_peer peer; /* pid, uid, gid, groups */
 	bool admin;
+	int fds[CTL_CONN_FDS]; /* passed (SCM_RIGHTS), oldest first */
+	unsigned int n_fds;
+	int rpc_fd; /* the current request's, until rpc.c takes it; -1: none */
 	uint8_t *rbuf;
 	size_t rlen, rcap;
 	uint8_t *wbuf;
@@ -390,6 +396,7 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 			const char *payload)
 {
 	struct lcfibd_err e = { 0 };
+	int ret;
 
 	if (!ctl_may_edit(d, c, h->id, "changing the configuration"))
 		return;
@@ -397,7 +404,10 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 		ctl_bad_frame(d, c, h->id, "edit mode is none of merge, replace, delete", false);
 		return;
 	}
-	if (cfg_edit(d, h->flags, payload, &e)) {
+	d->editor = &c->peer; /* route files it adds must be files it may read */
+	ret = cfg_edit(d, h->flags, payload, &e);
+	d->editor = NULL;
+	if (ret) {
 		log_info("config edit from pid %d refused: %s", (int)c->pid, e.msg);
 		ctl_reply_error(d, c, h->id, &e);
 		return;
@@ -415,6 +425,15 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	char *reply = NULL;
 	int ret;
 
+	if (h->flags & CTL_RPC_FD) {
+		if (!c->n_fds) {
+			ctl_bad_frame(d, c, h->id, "flag fd, and no descriptor came with the frame",
+				      false);
+			return;
+		}
+		c->rpc_fd = c->fds[0];
+		memmove(c->fds, c->fds + 1, --c->n_fds * sizeof(c->fds[0]));
+	}
 	if (ly_in_new_memory(payload, &in) ||
 	    lyd_parse_op(d->ly, NULL, in, LYD_JSON, LYD_TYPE_RPC_YANG, &tree, &op) ||
 	    lyd_validate_op(tree, NULL, LYD_TYPE_RPC_YANG, NULL)) {
@@ -431,6 +450,9 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 		ctl_reply(d, c, h->id, reply);
 	free(reply);
 out:
+	if (c->rpc_fd >= 0) /* passed with a request that does not read files */
+		close(c->rpc_fd);
+	c->rpc_fd = -1;
 	ly_in_free(in, 0);
 	lyd_free_all(tree);
 }
@@ -460,8 +482,14 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 		rpc_load_stream_end(d, c, &e);
 		return;
 	}
-	if (c->slen + h->len > CTL_STREAM_MAX) {
-		ctl_bad_frame(d, c, c->stream_id, "the streamed file is larger than 4 GiB", true);
+	if (c->slen + h->len > CTL_STREAM_MAX || c->slen + h->len > d->max_file_size) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "the streamed file is larger than %llu bytes (max-route-file-size)",
+			 (unsigned long long)(d->max_file_size < CTL_STREAM_MAX ? d->max_file_size
+										: CTL_STREAM_MAX));
+		ctl_bad_frame(d, c, c->stream_id, msg, true);
 		return;
 	}
 	if (c->slen + h->len + 1 > c->scap) {
@@ -581,6 +609,55 @@ static void ctl_parse(struct lcfibd *d, struct ctl_conn *c)
 	c->rlen -= off;
 }
 
+/*
+ * read() that also takes descriptors passed with the bytes (SCM_RIGHTS):
+ * they wait in c->fds for the request that says it has one. More than
+ * CTL_CONN_FDS waiting, or a truncated set, is a protocol error: -1 with
+ * errno EPROTO (the descriptors are closed).
+ */
+static ssize_t ctl_conn_recv(struct ctl_conn *c, void *buf, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(CTL_CONN_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	bool bad = false;
+	ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->n_fds < CTL_CONN_FDS) {
+				c->fds[c->n_fds++] = fd;
+			} else {
+				close(fd);
+				bad = true;
+			}
+		}
+	}
+	if (bad || (m.msg_flags & MSG_CTRUNC)) {
+		errno = EPROTO;
+		return -1;
+	}
+	return n;
+}
+
 static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 {
 	for (;;) {
@@ -598,11 +675,16 @@ static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 			c->rbuf = p;
 			c->rcap = cap;
 		}
-		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+		n = ctl_conn_recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			break;
+		if (n < 0 && errno == EPROTO) {
+			ctl_bad_frame(d, c, 0,
+				      "more descriptors passed than requests that take them", true);
+			return;
+		}
 		if (n <= 0) {
 			if (c->rlen) {
 				d->ctl.bad_frames++;
@@ -643,6 +725,19 @@ void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t si
 	c->slen = c->last_note = 0;
 }
 
+const struct lcfibd_peer *ctl_conn_peer(const struct ctl_conn *c)
+{
+	return &c->peer;
+}
+
+int ctl_conn_take_fd(struct ctl_conn *c)
+{
+	int fd = c->rpc_fd;
+
+	c->rpc_fd = -1;
+	return fd;
+}
+
 void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job)
 {
 	c->busy = job;
@@ -679,10 +774,16 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	if (!*pp)
 		return;
 	*pp = c->next;
-	if (c->stream)
+	if (c->stream) {
 		rpc_load_stream_abort(c->stream); /* not queued yet: ours to free */
-	else if (c->busy)
-		c->busy->conn = NULL; /* the writer has it: its reply goes nowhere */
+	} else if (c->busy) {
+		/* The writer has it: its reply goes nowhere, and a load stops (Ctrl-C). */
+		c->busy->conn = NULL;
+		__atomic_fetch_or(&c->busy->cancel, ROUTEFILE_CANCEL, __ATOMIC_RELAXED);
+	}
+	for (unsigned int i = 0; i < c->n_fds; i++)
+		close(c->fds[i]);
+	peer_free(&c->peer);
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	d->ctl.clients--;
@@ -739,7 +840,8 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
-		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+		    (errno = -peer_get(fd, &c->peer)) != 0) {
 			log_warn("control socket: cannot take a client: %m");
 			free(c);
 			close(fd);
@@ -747,12 +849,14 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 		}
 		c->src.fn = ctl_conn_event;
 		c->fd = fd;
+		c->rpc_fd = -1;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
 		c->admin = ctl_peer_is_admin(d, &cr);
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			log_warn("control socket: epoll: %m");
+			peer_free(&c->peer);
 			free(c);
 			close(fd);
 			continue;

@@ -425,12 +425,8 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	char *reply = NULL;
 	int ret;
 
-	if (h->flags & CTL_RPC_FD) {
-		if (!c->n_fds) {
-			ctl_bad_frame(d, c, h->id, "flag fd, and no descriptor came with the frame",
-				      false);
-			return;
-		}
+	/* Flagged without a descriptor: as if unflagged (a load opens its path as the peer). */
+	if ((h->flags & CTL_RPC_FD) && c->n_fds) {
 		c->rpc_fd = c->fds[0];
 		memmove(c->fds, c->fds + 1, --c->n_fds * sizeof(c->fds[0]));
 	}

@@ -217,6 +217,8 @@ static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree
 		char xp[4400];
 		int fd;
 
+		if (!path)
+			continue;
 		snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path='%s']", path);
 		if (!strchr(path, '\'') && lyd_find_path(d->running, xp, 0, &old) == LY_SUCCESS)
 			continue; /* there before this edit */

@@ -119,6 +119,9 @@ void cli_disconnect(struct cli *cli);
 /* Sends a request and returns its id in *@id. Returns 0 or -errno (reported). */
 int cli_send(struct cli *cli, unsigned int type, unsigned int flags, const char *payload,
 	     size_t len, uint32_t *id);
+/* cli_send() passing the descriptor @pass_fd along (SCM_RIGHTS); -1: none. */
+int cli_send_fd(struct cli *cli, unsigned int type, unsigned int flags, const char *payload,
+		size_t len, int pass_fd, uint32_t *id);
 
 /*
  * Waits for the answer to request @id. A reply's payload is returned in

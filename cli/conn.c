@@ -81,6 +81,12 @@ static bool cli_refused(struct cli *cli)
 int cli_send(struct cli *cli, unsigned int type, unsigned int flags, const char *payload,
 	     size_t len, uint32_t *id)
 {
+	return cli_send_fd(cli, type, flags, payload, len, -1, id);
+}
+
+int cli_send_fd(struct cli *cli, unsigned int type, unsigned int flags, const char *payload,
+		size_t len, int pass_fd, uint32_t *id)
+{
 	bool reused = cli->fd >= 0;
 	int ret;
 
@@ -93,14 +99,14 @@ int cli_send(struct cli *cli, unsigned int type, unsigned int flags, const char 
 	if (ret)
 		return ret;
 	*id = cli->next_id++;
-	ret = ctl_send(cli->fd, type, flags, *id, payload, len);
+	ret = ctl_send_fd(cli->fd, type, flags, *id, payload, len, pass_fd);
 	if (ret && reused && cli_stale(ret)) {
 		/* nothing reached the daemon, so sending again on a new connection is safe */
 		cli_disconnect(cli);
 		ret = cli_connect(cli);
 		if (ret)
 			return ret;
-		ret = ctl_send(cli->fd, type, flags, *id, payload, len);
+		ret = ctl_send_fd(cli->fd, type, flags, *id, payload, len, pass_fd);
 	}
 	if (ret && cli_stale(ret) && cli_refused(cli))
 		return -EREMOTEIO;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * load: the daemon reads a named file itself, so the path goes out
- * absolute; `load -` streams our standard input in CTL_DATA frames. While
- * the daemon works, load-progress notifications draw a progress line.
+ * load: we open a named file ourselves and pass the descriptor with the
+ * request, so the daemon (root, usually) reads it with our rights, not
+ * its own; the path goes out absolute, for the config. `load -` streams
+ * our standard input in CTL_DATA frames. While the daemon works,
+ * load-progress notifications draw a progress line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -30,8 +33,12 @@ static struct lyd_node *cli_load_leaf(struct lyd_node *rpc, const char *name)
 	return NULL;
 }
 
-/* A relative path means ours, not the daemon's working directory. */
-static int cli_load_path(struct cli *cli, struct lyd_node *path)
+/*
+ * A relative path means ours, not the daemon's working directory. Opens
+ * the file into *@fd: O_NONBLOCK, so that a FIFO cannot hang us (the
+ * daemon refuses what is not a regular file).
+ */
+static int cli_load_path(struct cli *cli, struct lyd_node *path, int *fd)
 {
 	const char *p = lyd_get_value(path);
 	char abs[PATH_MAX];
@@ -40,9 +47,13 @@ static int cli_load_path(struct cli *cli, struct lyd_node *path)
 
 	if (!realpath(p, abs)) {
 		err = errno;
-		if (p[0] == '/')
-			return 0; /* perhaps the daemon may read what we may not see */
 		cli_error(cli, NULL, NULL, "%s: %s", p, strerror(err));
+		return err == EINVAL ? -EIO : -err;
+	}
+	*fd = open(abs, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (*fd < 0) {
+		err = errno;
+		cli_error(cli, NULL, NULL, "%s: %s", abs, strerror(err));
 		return err == EINVAL ? -EIO : -err;
 	}
 	/* LY_EEXIST and LY_ENOT: the path was absolute already */
@@ -234,7 +245,7 @@ static int cli_load_stream(struct cli *cli, uint32_t id, char **reply, bool *ans
 	return ret;
 }
 
-static int cli_load_send(struct cli *cli, struct lyd_node *rpc, bool stream, char **reply)
+static int cli_load_send(struct cli *cli, struct lyd_node *rpc, bool stream, int fd, char **reply)
 {
 	bool answered = false;
 	char *json = NULL;
@@ -243,7 +254,8 @@ static int cli_load_send(struct cli *cli, struct lyd_node *rpc, bool stream, cha
 
 	ret = cli_rpc_prepare(cli, rpc, &json);
 	if (!ret)
-		ret = cli_send(cli, CTL_RPC, 0, json, strlen(json), &id);
+		ret = cli_send_fd(cli, CTL_RPC, fd >= 0 ? CTL_RPC_FD : 0, json, strlen(json), fd,
+				  &id);
 	free(json);
 	if (!ret && stream)
 		ret = cli_load_stream(cli, id, reply, &answered);
@@ -258,13 +270,18 @@ int cli_load_call(struct cli *cli, struct lyd_node *rpc)
 	struct lyd_node *path = cli_load_leaf(rpc, "path");
 	bool stream = path && !strcmp(lyd_get_value(path), "-");
 	char *reply = NULL;
-	int ret;
+	int ret, fd = -1;
 
-	ret = stream ? cli_load_size(cli, rpc) : path ? cli_load_path(cli, path) : 0;
-	if (ret)
+	ret = stream ? cli_load_size(cli, rpc) : path ? cli_load_path(cli, path, &fd) : 0;
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
 		return ret;
+	}
 	cli->progress = isatty(STDOUT_FILENO) && !cli->json && !cli->quiet;
-	ret = cli_load_send(cli, rpc, stream, &reply);
+	ret = cli_load_send(cli, rpc, stream, fd, &reply);
+	if (fd >= 0)
+		close(fd);
 	cli->progress = false;
 	if (!ret)
 		ret = cli_rpc_output(cli, rpc, reply);

@@ -36,7 +36,8 @@ struct cfg_handler {
 	void (*abort)(struct lcfibd *d);
 };
 
-#define CFG_TOP "/lcfib:lcfib"
+#define CFG_TOP           "/lcfib:lcfib"
+#define CFG_MAX_FILE_SIZE (1ull << 30) /* max-route-file-size's default */
 
 /* The value of the leaf at @path (relative to the top container), or NULL. */
 static const char *cfg_value(const struct lyd_node *tree, const char *path)
@@ -94,6 +95,16 @@ static void cfg_apply_admin_group(struct lcfibd *d, const struct lyd_node *tree,
 	(void)at_start;
 	d->has_admin_group = g != NULL;
 	d->admin_gid = g ? g->gr_gid : 0;
+}
+
+static void cfg_apply_max_file_size(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	const char *v = cfg_value(tree, "max-route-file-size");
+
+	d->max_file_size = v ? strtoull(v, NULL, 10) : CFG_MAX_FILE_SIZE;
+	if (!at_start)
+		log_notice("max-route-file-size set to %llu bytes",
+			   (unsigned long long)d->max_file_size);
 }
 
 /* A table-id: a number, or the name of a well-known table (the schema's enum). */
@@ -285,6 +296,54 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
+/*
+ * A route file added by a client must be one the client may read: the
+ * daemon reads it with its own rights (root) now and at every start. At
+ * start and on SIGHUP the config is root's own file: nothing to check;
+ * nor for root, whose files are the daemon's anyway.
+ */
+static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree,
+				   struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+	int ret = 0;
+
+	/* Root's and our own user's edits: the daemon's rights are theirs, a load says what fails. */
+	if (!d->editor || d->editor->uid == 0 || d->editor->uid == geteuid())
+		return 0;
+	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/route-files",
+			       "cannot read the route files");
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count && !ret; i++) {
+		const char *path = lyd_get_value(set->dnodes[i]);
+		struct lyd_node *old = NULL;
+		struct errbuf err;
+		char xp[4400];
+		int fd;
+
+		if (!path)
+			continue;
+		snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path='%s']", path);
+		if (!strchr(path, '\'') && lyd_find_path(d->running, xp, 0, &old) == LY_SUCCESS)
+			continue; /* there before this edit */
+		fd = peer_open(d->editor, path, d->max_file_size, &err);
+		if (fd < 0) {
+			log_notice("config edit by pid %d uid %u refused: %s", (int)d->editor->pid,
+				   (unsigned int)d->editor->uid, err.msg);
+			lcfibd_err_set(
+				e, fd == -EACCES || fd == -EPERM ? CTL_TAG_DENIED : CTL_TAG_INVALID,
+				CFG_TOP "/route-files/route-file/path", "%s", err.msg);
+			ret = -1;
+		} else {
+			close(fd);
+		}
+	}
+	ly_set_free(set, NULL);
+	return ret;
+}
+
 /* A route file added to the config is loaded now; at start main.c loads them all. */
 static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
@@ -310,6 +369,9 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/feeds/fpm/allowed-remote", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/hold-time", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
+	{ CFG_TOP "/max-route-file-size", NULL, cfg_apply_max_file_size, NULL },
+	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
+	  NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },
 };

@@ -24,8 +24,9 @@
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "lib/ctl.h"
+#include "lib/routefile.h"
 
-#define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file */
+#define CTL_STREAM_MAX  (4ull << 30) /* a streamed route file, whatever max-route-file-size says */
 #define CTL_CLIENTS_MAX 256
 /*
  * Slots: the last CTL_ADMIN_SLOTS are kept for peers that may edit, and
@@ -49,13 +50,18 @@
 #define CTL_OUT_MAX         (1u << 20)
 #define CTL_OUT_LOW         (256u << 10)
 #define CTL_STALL_S         10
+#define CTL_CONN_FDS    4 /* descriptors passed and not yet taken by a request */
 
 struct ctl_conn {
 	struct lcfibd_source src; /* first: epoll's data.ptr */
 	int fd;
 	pid_t pid;
 	uid_t uid;
+	struct lcfibd_peer peer; /* pid, uid, gid, groups */
 	bool admin;
+	int fds[CTL_CONN_FDS]; /* passed (SCM_RIGHTS), oldest first */
+	unsigned int n_fds;
+	int rpc_fd; /* the current request's, until rpc.c takes it; -1: none */
 	uint8_t *rbuf;
 	size_t rlen, rcap;
 	uint8_t *wbuf;
@@ -676,6 +682,7 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 			const char *payload)
 {
 	struct lcfibd_err e = { 0 };
+	int ret;
 
 	if (!ctl_may_edit(d, c, h->id, "changing the configuration"))
 		return;
@@ -683,7 +690,10 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 		ctl_bad_frame(d, c, h->id, "edit mode is none of merge, replace, delete", false);
 		return;
 	}
-	if (cfg_edit(d, h->flags, payload, &e)) {
+	d->editor = &c->peer; /* route files it adds must be files it may read */
+	ret = cfg_edit(d, h->flags, payload, &e);
+	d->editor = NULL;
+	if (ret) {
 		log_info("config edit from pid %d refused: %s", (int)c->pid, e.msg);
 		ctl_reply_error(d, c, h->id, &e);
 		return;
@@ -702,11 +712,16 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	size_t at;
 	int ret;
 
+	/* Flagged without a descriptor: as if unflagged (a load opens its path as the peer). */
+	if ((h->flags & CTL_RPC_FD) && c->n_fds) {
+		c->rpc_fd = c->fds[0];
+		memmove(c->fds, c->fds + 1, --c->n_fds * sizeof(c->fds[0]));
+	}
 	if (!ctl_json_valid(payload, &at)) {
 		lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "rpc: the input is not JSON (byte %zu)",
 			       at + 1);
 		ctl_reply_error(d, c, h->id, &e);
-		return;
+		goto out;
 	}
 	if (ly_in_new_memory(payload, &in) ||
 	    lyd_parse_op(d->ly, NULL, in, LYD_JSON, LYD_TYPE_RPC_YANG, &tree, &op) ||
@@ -724,6 +739,9 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 		ctl_reply(d, c, h->id, reply);
 	free(reply);
 out:
+	if (c->rpc_fd >= 0) /* passed with a request that does not read files */
+		close(c->rpc_fd);
+	c->rpc_fd = -1;
 	ly_in_free(in, 0);
 	lyd_free_all(tree);
 }
@@ -750,8 +768,14 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 		rpc_load_stream_end(d, c, &e);
 		return;
 	}
-	if (c->slen + h->len > CTL_STREAM_MAX) {
-		ctl_bad_frame(d, c, c->stream_id, "the streamed file is larger than 4 GiB", true);
+	if (c->slen + h->len > CTL_STREAM_MAX || c->slen + h->len > d->max_file_size) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "the streamed file is larger than %llu bytes (max-route-file-size)",
+			 (unsigned long long)(d->max_file_size < CTL_STREAM_MAX ? d->max_file_size
+										: CTL_STREAM_MAX));
+		ctl_bad_frame(d, c, c->stream_id, msg, true);
 		return;
 	}
 	if (c->slen + h->len + 1 > c->scap) {
@@ -875,6 +899,55 @@ static void ctl_parse(struct lcfibd *d, struct ctl_conn *c, unsigned int budget)
 	c->rlen -= off;
 }
 
+/*
+ * read() that also takes descriptors passed with the bytes (SCM_RIGHTS):
+ * they wait in c->fds for the request that says it has one. More than
+ * CTL_CONN_FDS waiting, or a truncated set, is a protocol error: -1 with
+ * errno EPROTO (the descriptors are closed).
+ */
+static ssize_t ctl_conn_recv(struct ctl_conn *c, void *buf, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(CTL_CONN_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	bool bad = false;
+	ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->n_fds < CTL_CONN_FDS) {
+				c->fds[c->n_fds++] = fd;
+			} else {
+				close(fd);
+				bad = true;
+			}
+		}
+	}
+	if (bad || (m.msg_flags & MSG_CTRUNC)) {
+		errno = EPROTO;
+		return -1;
+	}
+	return n;
+}
+
 /* Reads what the socket has (up to a buffer's room), then serves a turn's frames. */
 static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 {
@@ -893,10 +966,14 @@ static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 		c->rcap = cap;
 	}
 	do
-		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+		n = ctl_conn_recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return;
+	if (n < 0 && errno == EPROTO) {
+		ctl_bad_frame(d, c, 0, "more descriptors passed than requests that take them", true);
+		return;
+	}
 	if (n <= 0) {
 		unsigned int more;
 
@@ -1000,6 +1077,19 @@ void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t si
 	c->slen = c->last_note = 0;
 }
 
+const struct lcfibd_peer *ctl_conn_peer(const struct ctl_conn *c)
+{
+	return &c->peer;
+}
+
+int ctl_conn_take_fd(struct ctl_conn *c)
+{
+	int fd = c->rpc_fd;
+
+	c->rpc_fd = -1;
+	return fd;
+}
+
 void ctl_conn_set_busy(struct ctl_conn *c, struct writer_job *job)
 {
 	c->busy = job;
@@ -1034,12 +1124,18 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	if (!*pp)
 		return;
 	*pp = c->next;
-	if (c->stream)
+	if (c->stream) {
 		rpc_load_stream_abort(c->stream); /* not queued yet: ours to free */
-	else if (c->busy)
-		c->busy->conn = NULL; /* the writer has it: its reply goes nowhere */
+	} else if (c->busy) {
+		/* The writer has it: its reply goes nowhere, and a load stops (Ctrl-C). */
+		c->busy->conn = NULL;
+		__atomic_fetch_or(&c->busy->cancel, ROUTEFILE_CANCEL, __ATOMIC_RELAXED);
+	}
 	if (c->prod)
 		c->prod->free(c->prod_ctx);
+	for (unsigned int i = 0; i < c->n_fds; i++)
+		close(c->fds[i]);
+	peer_free(&c->peer);
 	if (c->fd >= 0) {
 		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
@@ -1059,40 +1155,19 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
  * database: a member's process that dropped its groups (setgroups(0),
  * setpriv --clear-groups) is not in the group any more.
  */
-static bool ctl_peer_is_admin(const struct lcfibd *d, int fd, const struct ucred *cr)
+static bool ctl_peer_is_admin(const struct lcfibd *d, const struct lcfibd_peer *p)
 {
-	gid_t stack[256], *groups = stack;
-	socklen_t len = sizeof(stack);
-	bool admin = false;
-	int ret;
-
-	if (cr->uid == 0 || cr->uid == geteuid())
+	if (p->uid == 0 || p->uid == geteuid())
 		return true;
 	if (!d->has_admin_group)
 		return false;
-	if (cr->gid == d->admin_gid)
+	if (p->gid == d->admin_gid)
 		return true;
-	ret = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
-	if (ret && errno == ERANGE) {
-		/* len is now the size needed (up to NGROUPS_MAX groups). */
-		groups = malloc(len);
-		ret = groups ? getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) : -1;
+	for (unsigned int i = 0; i < p->n_groups; i++) {
+		if (p->groups[i] == d->admin_gid)
+			return true;
 	}
-	if (ret) {
-		log_warn("control client pid %d uid %u: cannot read its groups (SO_PEERGROUPS): "
-			 "%m; read only",
-			 (int)cr->pid, (unsigned int)cr->uid);
-		if (groups != stack)
-			free(groups);
-		return false;
-	}
-	for (size_t i = 0; i < len / sizeof(gid_t); i++) {
-		if (groups[i] == d->admin_gid)
-			admin = true;
-	}
-	if (groups != stack)
-		free(groups);
-	return admin;
+	return false;
 }
 
 /* Whether a peer of @uid may take a slot (see CTL_ADMIN_SLOTS); @why says why not. */
@@ -1115,7 +1190,7 @@ static bool ctl_slot_free(const struct lcfibd *d, uid_t uid, bool admin, const c
 }
 
 /* Tells a peer why it gets no slot (one error frame, id 0), counts, logs now and then. */
-static void ctl_refuse(struct lcfibd *d, int fd, const struct ucred *cr, const char *why)
+static void ctl_refuse(struct lcfibd *d, int fd, const struct lcfibd_peer *cr, const char *why)
 {
 	struct lcfibd_err e = { 0 };
 	uint8_t hdr[CTL_HDR_LEN];
@@ -1152,41 +1227,48 @@ static void ctl_accept(struct lcfibd *d, struct lcfibd_source *s, uint32_t event
 	for (;;) {
 		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN };
-		socklen_t len = sizeof(struct ucred);
+		struct lcfibd_peer peer;
 		const char *why;
-		struct ucred cr;
 		struct ctl_conn *c;
 		bool admin;
+		int ret;
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				log_warn("accept on the control socket: %m");
 			return;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
-			log_warn("control socket: cannot take a client: %m");
+		ret = peer_get(fd, &peer);
+		if (ret) {
+			log_warn("control socket: cannot read a client's credentials: %s",
+				 strerror(-ret));
 			close(fd);
 			continue;
 		}
-		admin = ctl_peer_is_admin(d, fd, &cr);
-		if (!ctl_slot_free(d, cr.uid, admin, &why)) {
-			ctl_refuse(d, fd, &cr, why);
+		admin = ctl_peer_is_admin(d, &peer);
+		if (!ctl_slot_free(d, peer.uid, admin, &why)) {
+			ctl_refuse(d, fd, &peer, why);
+			peer_free(&peer);
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			log_warn("control socket: cannot take a client: %m");
+			peer_free(&peer);
 			close(fd);
 			continue;
 		}
 		c->src.fn = ctl_conn_event;
 		c->fd = fd;
-		c->pid = cr.pid;
-		c->uid = cr.uid;
+		c->rpc_fd = -1;
+		c->peer = peer;
+		c->pid = peer.pid;
+		c->uid = peer.uid;
 		c->admin = admin;
 		ev.data.ptr = c;
 		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			log_warn("control socket: epoll: %m");
+			peer_free(&c->peer);
 			free(c);
 			close(fd);
 			continue;
@@ -1211,8 +1293,12 @@ void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t le
 	c->rlen = len;
 	c->rcap = len + 1;
 	c->fd = -1;
+	c->rpc_fd = -1;
 	c->pid = getpid();
 	c->uid = admin ? 0 : 65534;
+	c->peer.pid = c->pid;
+	c->peer.uid = c->uid;
+	c->peer.gid = c->uid;
 	c->admin = admin;
 	c->next = d->conns;
 	d->conns = c;

@@ -57,6 +57,15 @@ struct ctl_ratelimit {
 	unsigned int suppressed;
 };
 
+/* Who is at the other end of a control connection, as it connected. */
+struct lcfibd_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups; /* supplementary (SO_PEERGROUPS), malloc'd */
+	unsigned int n_groups;
+};
+
 struct lcfibd_ctl_stats {
 	uint64_t requests, errors, bad_frames, denied, config_writes;
 	uint64_t refused, dropped; /* connections refused (no slot), peers dropped (not reading) */
@@ -90,6 +99,9 @@ struct lcfibd {
 	struct lyd_node *running; /* with defaults */
 	bool has_admin_group;
 	gid_t admin_gid;
+	uint64_t max_file_size; /* max-route-file-size: bytes of a route file or stream */
+	/* The client whose edit is being committed (NULL: the daemon's own, at start or SIGHUP). */
+	const struct lcfibd_peer *editor;
 
 	/* the event loop */
 	int epfd, sigfd, timerfd, listen_fd;
@@ -126,12 +138,19 @@ struct writer_job {
 	struct writer_job *next;
 	struct ctl_conn *conn; /* who asked, or NULL (start-up, gone) */
 	uint32_t req_id;
+	/*
+	 * ROUTEFILE_CANCEL: the client went away; ROUTEFILE_ABANDON: the
+	 * daemon exits. Set by the loop (atomically), read by run().
+	 */
+	int cancel;
 };
 
 struct writer *writer_start(struct lcfibd *d);
 /*
  * Loop thread, after every client is gone: runs the jobs still queued,
- * stops the thread, and finishes them (done() with no client).
+ * stops the thread, and finishes them (done() with no client). The
+ * running job and the queued ones are marked ROUTEFILE_ABANDON first, so
+ * a load in progress or waiting ends at once instead of delaying the exit.
  */
 void writer_stop(struct writer *w);
 void writer_submit(struct writer *w, struct writer_job *j);
@@ -143,6 +162,21 @@ void writer_reap(struct lcfibd *d);
 void writer_kick(struct writer *w);
 /* Whether jobs are queued or running. */
 bool writer_busy(const struct writer *w);
+
+/* ---------------------------------------------------------------- peer.c */
+
+/* The credentials and groups of the peer of the unix socket @fd; 0 or -errno. */
+int peer_get(int fd, struct lcfibd_peer *p);
+void peer_free(struct lcfibd_peer *p);
+/*
+ * Opens the route file at @path with @p's rights (its fsuid, fsgid and
+ * groups, no capabilities), then routefile_check_fd(). Returns the
+ * descriptor, or a negative errno with a message naming @path.
+ */
+int peer_open(const struct lcfibd_peer *p, const char *path, uint64_t max_size, struct errbuf *err);
+/* Whether @path, opened as @p, is the file open at @fd: 0, or -errno with a message. */
+int peer_same_file(int fd, const struct lcfibd_peer *p, const char *path, uint64_t max_size,
+		   struct errbuf *err);
 
 /* ---------------------------------------------------------------- cfg.c */
 
@@ -246,6 +280,10 @@ void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t le
 void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c);
 /* The stream buffer of @c (a load with path "-"), taken by the caller. */
 char *ctl_conn_take_stream(struct ctl_conn *c, size_t *len, struct writer_job **job);
+/* Who is at the other end of @c. */
+const struct lcfibd_peer *ctl_conn_peer(const struct ctl_conn *c);
+/* The descriptor passed with @c's current request (CTL_RPC_FD), now the caller's; -1: none. */
+int ctl_conn_take_fd(struct ctl_conn *c);
 /* A load of "-": @c's next frames carry the file, @size bytes if known (0: not). */
 void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t size);
 /* @c's request went to the writer as @job: hold its later frames until the reply. */

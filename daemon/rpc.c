@@ -516,6 +516,7 @@ struct rpc_job {
 	bool skip_bad, transient, configured;
 	char *buf; /* a streamed file */
 	size_t len;
+	int fd; /* the file, opened with the client's rights; -1: open path (configured) */
 	struct routefile *rf;
 	struct routefile_result res;
 	uint64_t lines, duration_us;
@@ -540,6 +541,7 @@ static struct rpc_job *rpc_job_new(enum rpc_job_kind kind, struct ctl_conn *c, u
 	if (!j)
 		return NULL;
 	j->kind = kind;
+	j->fd = -1;
 	j->job.conn = c;
 	j->job.req_id = id;
 	j->job.run = run;
@@ -559,6 +561,8 @@ static void rpc_submit(struct lcfibd *d, struct rpc_job *j)
 static void rpc_job_free(struct rpc_job *j)
 {
 	routefile_free(j->rf);
+	if (j->fd >= 0)
+		close(j->fd);
 	free(j->path);
 	free(j->format);
 	free(j->buf);
@@ -839,6 +843,8 @@ static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 		.family = AF_UNSPEC,
 		.skip_bad_lines = j->skip_bad,
 		.name = j->path,
+		.max_size = d->max_file_size,
+		.cancel = &wj->cancel,
 	};
 	struct rpc_progress p = { d, j };
 
@@ -856,9 +862,14 @@ static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 	}
 	if (j->buf) {
 		j->ret = routefile_feed(j->rf, j->buf, j->len, true);
-		if (j->ret)
+		if (j->ret == -ECANCELED)
+			err_set(&j->err, "%s: cancelled", j->path);
+		else if (j->ret)
 			err_set(&j->err, "%s: %s", j->path, strerror(-j->ret));
+	} else if (j->fd >= 0) {
+		j->ret = routefile_read_fd(j->rf, j->fd, &j->err);
 	} else {
+		/* A configured file: the config is root's (see rpc_load_open()). */
 		j->ret = routefile_read_file(j->rf, j->path, &j->err);
 	}
 	if (!j->ret)
@@ -1102,6 +1113,45 @@ static struct rpc_job *rpc_load_job(struct ctl_conn *c, uint32_t id, const char 
 	return j;
 }
 
+/*
+ * The file a client names, opened with the client's rights, never the
+ * daemon's: the descriptor it passed (lcfibctl opens the file itself),
+ * or the path opened as the client (a raw client). A load to be recorded
+ * in the config must name a file the client may open, and the one it
+ * passed: the daemon reads a recorded path again at every start with its
+ * own rights.
+ */
+static int rpc_load_open(struct lcfibd *d, struct ctl_conn *c, struct rpc_job *j,
+			 struct lcfibd_err *e)
+{
+	const struct lcfibd_peer *p = ctl_conn_peer(c);
+	int fd = ctl_conn_take_fd(c), ret = 0;
+	struct errbuf err;
+
+	if (fd >= 0) {
+		ret = routefile_check_fd(fd, j->path, d->max_file_size, &err);
+		if (!ret && !j->transient)
+			ret = peer_same_file(fd, p, j->path, d->max_file_size, &err);
+		if (ret)
+			close(fd);
+	} else {
+		fd = peer_open(p, j->path, d->max_file_size, &err);
+		ret = fd < 0 ? fd : 0;
+	}
+	if (ret) {
+		/* The message names the file and why, never what it holds. */
+		log_notice("load by pid %d uid %u refused: %s", (int)p->pid, (unsigned int)p->uid,
+			   err.msg);
+		const char *tag =
+			ret == -EACCES || ret == -EPERM ? CTL_TAG_DENIED : CTL_TAG_ROUTE_FILE;
+
+		lcfibd_err_set(e, tag, "/lcfib:load/path", "%s", err.msg);
+		return -1;
+	}
+	j->fd = fd;
+	return 0;
+}
+
 static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
 		    struct lcfibd_err *e)
 {
@@ -1121,6 +1171,10 @@ static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const str
 	if (path[0] != '/') {
 		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:load/path",
 			       "'%s' is not an absolute path (the daemon reads it)", path);
+		rpc_job_free(j);
+		return -1;
+	}
+	if (rpc_load_open(d, c, j, e)) {
 		rpc_job_free(j);
 		return -1;
 	}

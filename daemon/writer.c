@@ -10,6 +10,7 @@
 
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "lib/routefile.h"
 
 struct writer {
 	struct lcfibd *d;
@@ -18,6 +19,7 @@ struct writer {
 	pthread_cond_t cond;
 	struct writer_job *todo, **todo_tail; /* under lock */
 	struct writer_job *done, **done_tail; /* under lock */
+	struct writer_job *running;           /* under lock */
 	unsigned int pending;                 /* queued or running (atomic) */
 	bool stopping;
 	int evfd;
@@ -44,6 +46,7 @@ static struct writer_job *writer_next(struct writer *w)
 		if (!w->todo)
 			w->todo_tail = &w->todo;
 	}
+	w->running = j;
 	pthread_mutex_unlock(&w->lock);
 	return j;
 }
@@ -53,6 +56,7 @@ static void writer_finish(struct writer *w, struct writer_job *j)
 	bool idle;
 
 	pthread_mutex_lock(&w->lock);
+	w->running = NULL;
 	j->next = NULL;
 	*w->done_tail = j;
 	w->done_tail = &j->next;
@@ -109,6 +113,10 @@ free_w:
 void writer_stop(struct writer *w)
 {
 	pthread_mutex_lock(&w->lock);
+	if (w->running)
+		__atomic_fetch_or(&w->running->cancel, ROUTEFILE_ABANDON, __ATOMIC_RELAXED);
+	for (struct writer_job *j = w->todo; j; j = j->next)
+		__atomic_fetch_or(&j->cancel, ROUTEFILE_ABANDON, __ATOMIC_RELAXED);
 	w->stopping = true;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);

@@ -96,8 +96,39 @@ static int ctl_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int ctl_send(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
-	     size_t len)
+/* Sends the header's bytes with @pass_fd (SCM_RIGHTS); 0 or -errno. */
+static int ctl_send_hdr_fd(int fd, const uint8_t *hdr, int pass_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)hdr, .iov_len = CTL_HDR_LEN };
+	struct msghdr m = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	do
+		n = sendmsg(fd, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* The descriptor went with the first byte; the rest of the header, if cut, follows. */
+	return ctl_write_all(fd, hdr + n, CTL_HDR_LEN - (size_t)n);
+}
+
+int ctl_send_fd(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
+		size_t len, int pass_fd)
 {
 	struct ctl_hdr h = {
 		.len = (uint32_t)len,
@@ -112,10 +143,17 @@ int ctl_send(int fd, unsigned int type, unsigned int flags, uint32_t id, const v
 	if (len > UINT32_MAX)
 		return -EMSGSIZE;
 	ctl_hdr_encode(&h, buf);
-	ret = ctl_write_all(fd, buf, sizeof(buf));
+	ret = pass_fd >= 0 ? ctl_send_hdr_fd(fd, buf, pass_fd)
+			   : ctl_write_all(fd, buf, sizeof(buf));
 	if (!ret && len)
 		ret = ctl_write_all(fd, payload, len);
 	return ret;
+}
+
+int ctl_send(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
+	     size_t len)
+{
+	return ctl_send_fd(fd, type, flags, id, payload, len, -1);
 }
 
 /* Reads exactly @len bytes: 0, -ECONNRESET on EOF, or -errno. */

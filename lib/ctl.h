@@ -11,7 +11,10 @@
  *          Reply: the RPC's output as JSON, {"lcfib:NAME":{...}} (or
  *          empty). A load with path "-" is followed by CTL_DATA frames
  *          carrying the file and one CTL_END; load-progress notifications
- *          (CTL_NOTIFY) may come before the reply.
+ *          (CTL_NOTIFY) may come before the reply. A load of a named file
+ *          may carry the file's open descriptor (SCM_RIGHTS, sent with the
+ *          frame's bytes; flag CTL_RPC_FD): the daemon reads that, with the
+ *          rights of whoever opened it, instead of opening the path.
  *   error  payload: {"errors":[{"message":"...","path":"...","app-tag":"..."}]}
  *          (path and app-tag may be absent).
  *
@@ -58,6 +61,9 @@ enum ctl_type {
 #define CTL_GET_CONFIG 0x1
 #define CTL_GET_STATE  0x2
 
+/* CTL_RPC flags. */
+#define CTL_RPC_FD 0x1 /* a descriptor (SCM_RIGHTS) came with this frame */
+
 /* CTL_EDIT flags: one of these. */
 #define CTL_EDIT_MERGE   0
 #define CTL_EDIT_REPLACE 1
@@ -101,6 +107,9 @@ const char *ctl_type_name(unsigned int type);
  */
 int ctl_send(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
 	     size_t len);
+/* ctl_send() with @pass_fd sent along (SCM_RIGHTS, with the header's bytes); -1: none. */
+int ctl_send_fd(int fd, unsigned int type, unsigned int flags, uint32_t id, const void *payload,
+		size_t len, int pass_fd);
 int ctl_recv(int fd, uint32_t max, struct ctl_hdr *h, char **payload, struct errbuf *err);
 
 #endif

@@ -16,14 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "lib/ifname.h"
 #include "lib/routefile.h"
 
-#define RF_QUOTE_MAX  48         /* bytes of a token quoted in a message */
+#define RF_QUOTE_MAX  32         /* bytes of a token quoted in a message, "..." included */
 #define RF_READ_CHUNK (4u << 20) /* routefile_read_file()'s read() size */
 #define RF_NONE       UINT32_MAX /* no entry in a side array */
 #define RF_IFCACHE    4          /* interface names a file's parse remembers */
@@ -103,8 +105,9 @@ struct routefile {
 	bool carry_long; /* ... longer than ROUTEFILE_LINE_MAX: its bytes were dropped */
 
 	uint64_t lines;
-	bool broken;  /* out of memory while feeding: the parse is incomplete */
-	bool applied; /* routefile_apply() ran */
+	uint64_t bytes; /* fed so far */
+	bool broken;    /* feeding failed (memory, size, cancelled): the parse is incomplete */
+	bool applied;   /* routefile_apply() ran */
 	struct rf_ifcache ifc[RF_IFCACHE];
 	unsigned int ifc_next;
 	struct nh_path scratch[NH_MAX_PATHS]; /* one line's paths */
@@ -195,8 +198,14 @@ struct rf_tok {
 	unsigned int len; /* 0: the end of the line, at s */
 };
 
-/* printf arguments for "%.*s" of a token, cut to RF_QUOTE_MAX bytes. */
-#define RF_TOK(t) (int)((t)->len < RF_QUOTE_MAX ? (t)->len : RF_QUOTE_MAX), (t)->s
+/*
+ * printf arguments for "%.*s%s" of a token, cut to RF_QUOTE_MAX bytes with
+ * "..." at the cut: messages go to clients and to the log, and a file read
+ * by mistake (or by someone who should not) must not come back whole.
+ */
+#define RF_TOK(t)                                                                                  \
+	(int)((t)->len <= RF_QUOTE_MAX ? (t)->len : RF_QUOTE_MAX - 3), (t)->s,                     \
+		(t)->len <= RF_QUOTE_MAX ? "" : "..."
 
 enum { RF_WORD, RF_BLANK, RF_HASH };
 
@@ -260,10 +269,10 @@ static int rf_expected(struct rf_parser *pp, const struct rf_tok *t, const struc
 	char after[RF_QUOTE_MAX + 16] = "";
 
 	if (prev && prev->len)
-		snprintf(after, sizeof(after), " after '%.*s'", RF_TOK(prev));
+		snprintf(after, sizeof(after), " after '%.*s%s'", RF_TOK(prev));
 	if (!t->len)
 		return rf_fail(pp, t->s, "expected %s%s, got end of line", what, after);
-	return rf_fail(pp, t->s, "expected %s%s, got '%.*s'", what, after, RF_TOK(t));
+	return rf_fail(pp, t->s, "expected %s%s, got '%.*s%s'", what, after, RF_TOK(t));
 }
 
 /* The value after keyword @kw in @v: a missing one is an error naming @what. */
@@ -392,8 +401,8 @@ static int rf_host_bits_fail(struct rf_parser *pp, const struct rf_tok *t, const
 	p.plen = op->plen;
 	addr_mask(&p.a, p.plen);
 	addr_prefix_format(&p, buf, sizeof(buf));
-	return rf_fail(pp, t->s, "'%.*s' has host bits set past /%u (did you mean %s?)", RF_TOK(t),
-		       op->plen, buf);
+	return rf_fail(pp, t->s, "'%.*s%s' has host bits set past /%u (did you mean %s?)",
+		       RF_TOK(t), op->plen, buf);
 }
 
 /*
@@ -427,7 +436,7 @@ static int rf_prefix(struct rf_parser *pp, const struct rf_tok *t, const struct 
 			plen = plen * 10 + (unsigned int)(*s - '0'), s++;
 		if (!nd || s != end || plen > bits)
 			return rf_fail(pp, slash + 1,
-				       "expected a prefix length 0..%u after '/' in '%.*s'", bits,
+				       "expected a prefix length 0..%u after '/' in '%.*s%s'", bits,
 				       RF_TOK(t));
 	} else {
 		plen = bits;
@@ -620,7 +629,7 @@ static int rf_once(struct rf_parser *pp, unsigned int *seen, unsigned int bit,
 		   const struct rf_tok *kw)
 {
 	if (*seen & bit)
-		return rf_fail(pp, kw->s, "'%.*s' is given twice", RF_TOK(kw));
+		return rf_fail(pp, kw->s, "'%.*s%s' is given twice", RF_TOK(kw));
 	*seen |= bit;
 	return 0;
 }
@@ -648,7 +657,7 @@ static int rf_cur_path(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *o
 {
 	if (!a->multipath && !a->own_path) {
 		if (a->seen & RF_SEEN_NHID)
-			return rf_fail(pp, kw->s, "'%.*s' cannot be combined with 'nhid'",
+			return rf_fail(pp, kw->s, "'%.*s%s' cannot be combined with 'nhid'",
 				       RF_TOK(kw));
 		rf_path_init(&pp->paths[0]);
 		op->n_paths = 1;
@@ -855,7 +864,7 @@ static int rf_attr_prefix(struct rf_parser *pp, struct rf_attrs *a, struct rf_op
 		rf_next(pp, t);
 	}
 	if (a->seen & RF_SEEN_PREFIX)
-		return rf_fail(pp, t->s, "a second prefix '%.*s'", RF_TOK(t));
+		return rf_fail(pp, t->s, "a second prefix '%.*s%s'", RF_TOK(t));
 	ret = rf_prefix(pp, t, &before, op);
 	if (ret)
 		return ret;
@@ -929,7 +938,7 @@ static int rf_batch_finish(struct rf_parser *pp, struct rf_attrs *a, struct rf_o
 	if (ret)
 		return ret;
 	if (op->type >= FIB_RT_BLACKHOLE && (op->n_paths || (op->kind & RF_OP_NHID)))
-		return rf_fail(pp, a->type_tok.s, "a %.*s route takes no 'via', 'dev' or nexthop",
+		return rf_fail(pp, a->type_tok.s, "a %.*s%s route takes no 'via', 'dev' or nexthop",
 			       RF_TOK(&a->type_tok));
 	if (op->type <= FIB_RT_UNICAST && !op->n_paths && !(op->kind & RF_OP_NHID))
 		return rf_expected(pp, &end, &a->last,
@@ -961,7 +970,7 @@ static int rf_batch_attrs(struct rf_parser *pp, const struct rf_tok *cmd, struct
 			continue;
 		}
 		if (rf_is_unsupported(&t))
-			return rf_fail(pp, t.s, "'%.*s' is not supported", RF_TOK(&t));
+			return rf_fail(pp, t.s, "'%.*s%s' is not supported", RF_TOK(&t));
 		if (rf_is(&t, "to")) {
 			prev = t;
 			if (!rf_next(pp, &t))
@@ -1025,7 +1034,7 @@ static int rf_family_opt(struct rf_parser *pp, const struct rf_tok *t)
 	int family = t->s[1] == '4' ? AF_INET : AF_INET6;
 
 	if (pp->family && pp->family != family)
-		return rf_fail(pp, t->s, "'%.*s' contradicts the family given before", RF_TOK(t));
+		return rf_fail(pp, t->s, "'%.*s%s' contradicts the family given before", RF_TOK(t));
 	pp->family = family;
 	return 0;
 }
@@ -1357,6 +1366,12 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 	return 0;
 }
 
+/* Whether the owner asked to stop (ROUTEFILE_CANCEL, ROUTEFILE_ABANDON bits), or 0. */
+static int rf_cancelled(const struct routefile *rf)
+{
+	return rf->opts.cancel ? __atomic_load_n(rf->opts.cancel, __ATOMIC_RELAXED) : 0;
+}
+
 /* One whole line, without its '\n'. */
 static int rf_line(struct routefile *rf, const char *s, size_t len)
 {
@@ -1430,6 +1445,8 @@ static int rf_feed(struct routefile *rf, const char *buf, size_t len, bool last)
 		p = nl + 1;
 	}
 	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+		if (!(rf->lines & 0xffff) && rf_cancelled(rf))
+			return -ECANCELED;
 		ret = rf_line(rf, p, (size_t)(nl - p));
 		if (ret)
 			return ret;
@@ -1448,37 +1465,133 @@ int routefile_feed(struct routefile *rf, const char *buf, size_t len, bool last)
 
 	if (rf->broken)
 		return -ENOMEM;
-	ret = rf_feed(rf, buf, len, last);
+	rf->bytes += len;
+	if (rf->opts.max_size && rf->bytes > rf->opts.max_size)
+		ret = -EFBIG;
+	else if (rf_cancelled(rf))
+		ret = -ECANCELED;
+	else
+		ret = rf_feed(rf, buf, len, last);
 	if (ret)
 		rf->broken = true;
 	return ret;
 }
 
-int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err)
+/* Kernel pseudo file systems: files that say they are regular, are not files on disk. */
+static const char *rf_pseudo_fs(int fd)
 {
-	bool is_stdin = strcmp(path, "-") == 0;
-	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	char *buf;
-	ssize_t n;
-	int ret = 0;
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} fs[] = {
+		{ PROC_SUPER_MAGIC, "procfs" },       { SYSFS_MAGIC, "sysfs" },
+		{ DEBUGFS_MAGIC, "debugfs" },         { TRACEFS_MAGIC, "tracefs" },
+		{ SECURITYFS_MAGIC, "securityfs" },   { CGROUP_SUPER_MAGIC, "cgroupfs" },
+		{ CGROUP2_SUPER_MAGIC, "cgroup2fs" }, { BPF_FS_MAGIC, "bpffs" },
+		{ EFIVARFS_MAGIC, "efivarfs" },
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return NULL;
+	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++) {
+		if ((unsigned long)sf.f_type == fs[i].magic)
+			return fs[i].name;
+	}
+	return NULL;
+}
+
+static const char *rf_file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a regular file";
+}
+
+int routefile_check_fd(int fd, const char *name, uint64_t max_size, struct errbuf *err)
+{
+	const char *pseudo;
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st)) {
+		err_set(err, "%s: %s", name, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_set(err, "%s is %s: only regular files are read as route files", name,
+			rf_file_kind(st.st_mode));
+		return -EINVAL;
+	}
+	pseudo = rf_pseudo_fs(fd);
+	if (pseudo) {
+		err_set(err,
+			"%s is on %s, not a file on disk: only regular files are read as route "
+			"files",
+			name, pseudo);
+		return -EINVAL;
+	}
+	if (max_size && (uint64_t)st.st_size > max_size) {
+		err_set(err,
+			"%s is %lld bytes, more than the limit of %" PRIu64
+			" (max-route-file-size)",
+			name, (long long)st.st_size, max_size);
+		return -EFBIG;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		err_set(err, "%s: %s", name, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int routefile_open(const char *path, uint64_t max_size, struct errbuf *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), ret;
 
 	if (fd < 0) {
 		ret = -errno;
 		err_set(err, "%s: %s", path, strerror(errno));
 		return ret;
 	}
-	buf = malloc(RF_READ_CHUNK);
+	ret = routefile_check_fd(fd, path, max_size, err);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err)
+{
+	const char *name = rf->opts.name;
+	char *buf = malloc(RF_READ_CHUNK);
+	ssize_t n;
+	int ret = 0;
+
 	if (!buf) {
-		ret = -ENOMEM;
-		goto close_fd;
+		err_set(err, "%s: out of memory", name);
+		return -ENOMEM;
 	}
 	for (;;) {
+		if (rf_cancelled(rf)) {
+			ret = -ECANCELED;
+			break;
+		}
 		n = read(fd, buf, RF_READ_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			ret = -errno;
-			err_set(err, "%s: %s", path, strerror(errno));
 			break;
 		}
 		ret = routefile_feed(rf, buf, (size_t)n, n == 0);
@@ -1486,11 +1599,29 @@ int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *e
 			break;
 	}
 	free(buf);
-close_fd:
-	if (ret == -ENOMEM)
-		err_set(err, "%s: out of memory", path);
-	if (!is_stdin)
-		close(fd);
+	if (ret == -EFBIG)
+		err_set(err, "%s has more than %" PRIu64 " bytes, the limit (max-route-file-size)",
+			name, rf->opts.max_size);
+	else if (ret == -ECANCELED)
+		err_set(err, "%s: cancelled", name);
+	else if (ret == -ENOMEM)
+		err_set(err, "%s: out of memory", name);
+	else if (ret)
+		err_set(err, "%s: %s", name, strerror(-ret));
+	return ret;
+}
+
+int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err)
+{
+	int fd, ret;
+
+	if (strcmp(path, "-") == 0)
+		return routefile_read_fd(rf, STDIN_FILENO, err);
+	fd = routefile_open(path, rf->opts.max_size, err);
+	if (fd < 0)
+		return fd;
+	ret = routefile_read_fd(rf, fd, err);
+	close(fd);
 	return ret;
 }
 
@@ -1609,6 +1740,9 @@ static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
 		struct fib_undo u;
 		int ret;
 
+		if ((n - k) % ROUTEFILE_CANCEL_OPS == 0 && (rf_cancelled(rf) & ROUTEFILE_ABANDON))
+			return -ECANCELED; /* at exit: the FIB goes anyway */
+
 		rf_undo_load(rf, k, &u);
 		ret = fib_undo_revert(f, &u, &rerr);
 		if (ret) {
@@ -1668,7 +1802,14 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 	struct errbuf ferr;
 
 	for (uint64_t i = 0; i < rf->n_ops; i++) {
-		int ret = rf_apply_op(rf, f, i, &ferr);
+		int ret;
+
+		if (i % ROUTEFILE_CANCEL_OPS == 0 && rf_cancelled(rf)) {
+			*failed = i;
+			err_set(err, "%s: cancelled", rf->opts.name);
+			return -ECANCELED;
+		}
+		ret = rf_apply_op(rf, f, i, &ferr);
 
 		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
 			    rf_bad_add(rf, rf->ops[i].line, rf->ops[i].col, ferr.msg))) {
@@ -1693,7 +1834,7 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 	struct routefile_result r = { 0, 0 };
 	bool bulk = rf->n_ops > ROUTEFILE_BULK_OPS;
 	uint64_t failed = 0;
-	int ret;
+	int ret, ret2;
 
 	err_clear(err);
 	if (res)
@@ -1719,11 +1860,26 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 		fib_bulk_begin(f);
 	rf_progress(progress, ctx, "applying", 0, rf->n_ops);
 	ret = rf_apply_all(rf, f, progress, ctx, &r, &failed, err);
+	if (ret == -ECANCELED && (rf_cancelled(rf) & ROUTEFILE_ABANDON)) {
+		/* At exit: no rollback, no rebalancing; fib_destroy() takes the FIB as it is. */
+		rf_journal_free(rf);
+		if (res)
+			*res = r;
+		return ret;
+	}
 	if (ret) {
 		struct errbuf rerr;
 
 		r.applied = 0;
-		if (rf_rollback(rf, f, failed, progress, ctx, &rerr)) {
+		ret2 = rf_rollback(rf, f, failed, progress, ctx, &rerr);
+		if (ret2 == -ECANCELED) {
+			/* Abandoned in the middle (at exit): as above. */
+			rf_journal_free(rf);
+			if (res)
+				*res = r;
+			return ret2;
+		}
+		if (ret2) {
 			size_t n = err ? strlen(err->msg) : 0;
 
 			if (err)

@@ -85,12 +85,35 @@ struct routefile_route {
 int routefile_parse_route(const char *line, int family, struct routefile_route *out,
 			  unsigned int *col, struct errbuf *err);
 
+/* Values of *routefile_opts.cancel (bits: another thread sets them). */
+#define ROUTEFILE_CANCEL  0x1 /* stop; an apply rolls back: nothing applied */
+#define ROUTEFILE_ABANDON 0x2 /* stop at once, keep what is applied, no rebalancing */
+
 struct routefile_opts {
 	enum routefile_format format;
 	int family;          /* AF_UNSPEC, or the family every prefix must have */
 	bool skip_bad_lines; /* apply what is good; see routefile_apply() */
 	const char *name;    /* for messages ("-" for stdin); NULL: "-" */
+	/*
+	 * Bytes a file may have (0: no bound): more, read or fed, and the
+	 * parse stops with -EFBIG and a message. A file that grows while it
+	 * is read is caught too, not only one whose size was too big at open.
+	 */
+	uint64_t max_size;
+	/*
+	 * NULL, or a flag another thread may set (atomically, ROUTEFILE_*):
+	 * read between chunks of a read, every 65536 lines of a feed and
+	 * every ROUTEFILE_CANCEL_OPS ops of an apply or a rollback. Set, the
+	 * work ends with -ECANCELED: with ROUTEFILE_CANCEL an apply rolls
+	 * back first (the FIB is as before); ROUTEFILE_ABANDON ends even a
+	 * rollback, keeps the edits made so far and leaves the FIB in bulk
+	 * mode: only for a FIB about to be destroyed (at exit), which it
+	 * leaves at once.
+	 */
+	const int *cancel;
 };
+
+#define ROUTEFILE_CANCEL_OPS 4096 /* ops between looks at the cancel flag */
 
 /* The parsed ops of one file, its bad lines, and its progress through apply. */
 struct routefile;
@@ -104,14 +127,41 @@ void routefile_free(struct routefile *rf);
  * Parses @len bytes of the file. A line cut by the end of @buf is kept
  * until the next call; @last says the file ends with @buf (a last line
  * without a line end counts). Bad lines are recorded, not fatal. Returns
- * 0 or -ENOMEM. Call before routefile_apply().
+ * 0, -ENOMEM, -EFBIG (opts.max_size) or -ECANCELED (opts.cancel); after
+ * an error the parse is incomplete and cannot be applied. Call before
+ * routefile_apply().
  */
 int routefile_feed(struct routefile *rf, const char *buf, size_t len, bool last);
 
 /*
- * Feeds the whole file at @path ("-": standard input), read() in 4 MiB
- * chunks: a file or a pipe alike, and no SIGBUS if the file shrinks
- * meanwhile. Returns 0 or a negative errno with a message naming the file.
+ * Opens the route file at @path for reading: O_NONBLOCK, so that a FIFO
+ * cannot block the open, then routefile_check_fd(). Returns the
+ * descriptor, or a negative errno with a message naming @path.
+ */
+int routefile_open(const char *path, uint64_t max_size, struct errbuf *err);
+
+/*
+ * Whether @fd (named @name in messages) may be read as a route file: a
+ * regular file (not a FIFO, device, socket or directory, which can block
+ * a reader forever or never end), not on a kernel pseudo file system
+ * (/proc, /sys, debugfs, ...: their files claim to be regular, have no
+ * size, and may block or leak what the kernel shows the opener), of at
+ * most @max_size bytes (0: any). Clears O_NONBLOCK. Returns 0, -EINVAL
+ * (not such a file), -EFBIG or another -errno, with a message.
+ */
+int routefile_check_fd(int fd, const char *name, uint64_t max_size, struct errbuf *err);
+
+/*
+ * Feeds everything @fd has to read, read() in 4 MiB chunks: a file or a
+ * pipe alike, and no SIGBUS if the file shrinks meanwhile. @fd stays
+ * open. Returns 0, -ECANCELED, -EFBIG (opts.max_size) or another negative
+ * errno, with a message naming the file.
+ */
+int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err);
+
+/*
+ * Feeds the whole file at @path: routefile_open() then routefile_read_fd();
+ * "-" reads standard input as it is. Returns as routefile_read_fd().
  */
 int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err);
 
@@ -168,6 +218,10 @@ struct routefile_result {
  * every ROUTEFILE_PROGRESS ops. @res (may be NULL) is filled either way
  * (applied is 0 after a rollback); @err may be NULL.
  * The undo journal costs 24 bytes per applied op while the apply runs.
+ *
+ * opts.cancel set ends the apply with -ECANCELED and "NAME: cancelled":
+ * ROUTEFILE_CANCEL after a rollback (applied is 0), ROUTEFILE_ABANDON at
+ * once (see struct routefile_opts).
  */
 int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
 		    struct routefile_result *res, struct errbuf *err);

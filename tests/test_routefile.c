@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -473,6 +474,8 @@ static void test_routefile_errors_name_the_column_and_what_was_expected(void **s
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 metric", 42,
 		    "expected a metric 0..4294967295 after 'metric', got end of line");
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 metric 4294967296", 43, "got '4294967296'");
+	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 metric root:x:0:0:root:/root:/usr/bin/bash-xyz", 43,
+		    "got 'root:x:0:0:root:/root:/usr/bi...'");
 	parse_fails("route add 10.0.0.0/8 via", 25,
 		    "expected a gateway address after 'via', got end of line");
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.256", 26,
@@ -1092,6 +1095,145 @@ static void test_routefile_read_file_reads_and_names_missing_files(void **state)
 	routefile_free(rf);
 }
 
+static void test_routefile_open_refuses_what_is_not_a_regular_file(void **state)
+{
+	char dir[] = "/tmp/lcfib-routefile-XXXXXX", fifo[64];
+	static const struct {
+		const char *path, *what;
+	} bad[] = {
+		{ NULL, "is a FIFO" }, /* the FIFO: the open must not wait for a writer */
+		{ "/dev/zero", "is a character device" },
+		{ "/tmp", "is a directory" },
+		{ "/proc/version", "is on procfs" },
+	};
+	struct errbuf err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *path = bad[i].path ? bad[i].path : fifo;
+
+		err_clear(&err);
+		assert_int_equal(routefile_open(path, 0, &err), -EINVAL);
+		if (!strstr(err.msg, bad[i].what))
+			print_message("%s: %s\n", path, err.msg);
+		assert_non_null(strstr(err.msg, bad[i].what));
+		assert_non_null(strstr(err.msg, path));
+	}
+	unlink(fifo);
+	rmdir(dir);
+}
+
+static void test_routefile_max_size_bounds_a_file_and_a_feed(void **state)
+{
+	char path[] = "/tmp/lcfib-routefile-XXXXXX";
+	static const char text[] = "10.0.0.0/8\n10.1.0.0/16\n"; /* 23 bytes */
+	struct routefile_opts o = { .name = "t.routes", .max_size = 16 };
+	struct routefile *rf = routefile_new(&o);
+	struct errbuf err;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	assert_int_equal(routefile_open(path, 16, &err), -EFBIG);
+	assert_non_null(strstr(err.msg, "is 23 bytes, more than the limit of 16"));
+	fd = routefile_open(path, 23, &err);
+	assert_true(fd >= 0);
+	/* Bounded as it is read too: a file that grew after the open. */
+	assert_int_equal(routefile_read_fd(rf, fd, &err), -EFBIG);
+	assert_non_null(strstr(err.msg, "more than 16 bytes"));
+	close(fd);
+	routefile_free(rf);
+	rf = routefile_new(&o);
+	assert_int_equal(routefile_feed(rf, text, 10, false), 0);
+	assert_int_equal(routefile_feed(rf, text + 10, sizeof(text) - 11, true), -EFBIG);
+	routefile_free(rf);
+	unlink(path);
+}
+
+/* 70000 host routes: more than ROUTEFILE_PROGRESS, so progress comes in the middle. */
+static char *many_routes(void)
+{
+	char *text = malloc(70000 * 20), *p = text;
+
+	assert_non_null(text);
+	for (unsigned int i = 0; i < 70000; i++)
+		p += sprintf(p, "10.%u.%u.%u/32\n", i >> 16, (i >> 8) & 255, i & 255);
+	return text;
+}
+
+struct cancel_at {
+	int *flag, value;
+};
+
+/* Sets the flag once the apply is under way. */
+static void cancel_in_the_middle(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	struct cancel_at *c = ctx;
+
+	(void)total;
+	if (strcmp(phase, "applying") == 0 && done > 0)
+		__atomic_store_n(c->flag, c->value, __ATOMIC_RELAXED);
+}
+
+static void test_routefile_cancel_stops_an_apply_and_rolls_it_back(void **state)
+{
+	struct fib *f = *state;
+	char *text = many_routes(), *before;
+	int flag = 0;
+	struct routefile_opts o = { .name = "t.routes", .cancel = &flag };
+	struct cancel_at c = { &flag, ROUTEFILE_CANCEL };
+	struct routefile_result res;
+	struct routefile *rf;
+	struct errbuf err;
+
+	apply_ok(f, "route add 192.0.2.0/24 via 198.51.100.1 dev lo\n");
+	before = fib_dump(f);
+	rf = routefile_new(&o);
+	assert_int_equal(routefile_feed(rf, text, strlen(text), true), 0);
+	assert_int_equal(routefile_apply(rf, f, cancel_in_the_middle, &c, &res, &err), -ECANCELED);
+	assert_string_equal(err.msg, "t.routes: cancelled");
+	assert_int_equal(res.applied, 0);
+	{
+		char *after = fib_dump(f);
+
+		assert_string_equal(after, before);
+		free(after);
+	}
+	routefile_free(rf);
+	/* Set before feeding: the parse stops too. */
+	rf = routefile_new(&o);
+	assert_int_equal(routefile_feed(rf, text, strlen(text), true), -ECANCELED);
+	routefile_free(rf);
+	free(before);
+	free(text);
+}
+
+static void test_routefile_abandon_stops_at_once_and_keeps_what_is_applied(void **state)
+{
+	struct fib *f = *state;
+	char *text = many_routes();
+	int flag = 0;
+	struct routefile_opts o = { .name = "t.routes", .cancel = &flag };
+	struct cancel_at c = { &flag, ROUTEFILE_ABANDON };
+	struct routefile_result res;
+	struct routefile *rf = routefile_new(&o);
+	struct errbuf err;
+
+	assert_int_equal(routefile_feed(rf, text, strlen(text), true), 0);
+	assert_int_equal(routefile_apply(rf, f, cancel_in_the_middle, &c, &res, &err), -ECANCELED);
+	/* Stopped at the first look after the progress call: 65536 routes in, 70000 not. */
+	assert_true(res.applied >= ROUTEFILE_PROGRESS && res.applied < 70000);
+	assert_int_equal(fib_routes(f), res.applied);
+	fib_bulk_end(f); /* left in bulk mode: teardown checks the FIB */
+	routefile_free(rf);
+	free(text);
+}
+
 static void test_routefile_family_option_constrains_prefixes(void **state)
 {
 	struct routefile *rf = rf_new(ROUTEFILE_AUTO, AF_INET6, false);
@@ -1331,6 +1473,10 @@ int main(void)
 		T(test_routefile_overlong_lines_are_bad_lines_however_fed),
 		T(test_routefile_read_file_reads_and_names_missing_files),
 		T(test_routefile_family_option_constrains_prefixes),
+		T(test_routefile_open_refuses_what_is_not_a_regular_file),
+		T(test_routefile_max_size_bounds_a_file_and_a_feed),
+		T(test_routefile_cancel_stops_an_apply_and_rolls_it_back),
+		T(test_routefile_abandon_stops_at_once_and_keeps_what_is_applied),
 		T(test_ifname_unknown_names_get_stable_pseudo_indexes),
 		T(test_routefile_full_table_loads_every_prefix),
 #undef T

@@ -308,6 +308,31 @@ ctl() { "$PYTHON" "$E2E_HELPERS/ctl.py" "$@"; }
 # value SOCK XPATH: the value of one leaf (config or state), or nothing.
 value() { "$PYTHON" "$E2E_HELPERS/ctl.py" "$1" value "$2"; }
 
+# wait_until WHAT CMD...: retries CMD until it succeeds. The bound (120 s)
+# only keeps a broken daemon from hanging the run; nothing asserts a time.
+wait_until()
+{
+	local what=$1 i
+	shift
+	for ((i = 0; i < 1200; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "gave up waiting (120 s) until $what"
+}
+
+# log_has NAME REGEX: whether lcfibd NAME's log has a line matching REGEX.
+log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
+
+# routes SOCK: IPv4 + IPv6 routes over all tables.
+routes()
+{
+	local v4 v6
+	v4=$(value "$1" /lcfib:lcfib/state/routes/ipv4) || return 1
+	v6=$(value "$1" /lcfib:lcfib/state/routes/ipv6) || return 1
+	echo $((v4 + v6))
+}
+
 # Whether lcfibctl is built (the CLI is newer than some of these tests).
 have_cli() { [ -x "$LCFIBCTL" ] && "$LCFIBCTL" --help >/dev/null 2>&1; }
 

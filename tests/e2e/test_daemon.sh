@@ -17,30 +17,6 @@
 
 # ----------------------------------------------------------------- helpers
 
-# wait_until WHAT CMD...: retries CMD until it succeeds. The bound (120 s)
-# only keeps a broken daemon from hanging the run; nothing asserts a time.
-wait_until()
-{
-	local what=$1 i
-	shift
-	for ((i = 0; i < 1200; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "gave up waiting (120 s) until $what"
-}
-
-log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
-
-# routes SOCK: IPv4 + IPv6 routes over all tables.
-routes()
-{
-	local v4 v6
-	v4=$(value "$1" /lcfib:lcfib/state/routes/ipv4) || return 1
-	v6=$(value "$1" /lcfib:lcfib/state/routes/ipv6) || return 1
-	echo $((v4 + v6))
-}
-
 # table_routes SOCK ID FAMILY: the routes of one table (0 when it has none).
 table_routes()
 {

@@ -29,7 +29,7 @@ TARGETS=(fuzz_rtnl fuzz_fpm fuzz_routefile fuzz_ctl)
 LIB_SOURCES=(lib/rtnl.c lib/fpm.c lib/err.c lib/addr.c lib/routefile.c lib/fib.c lib/nh.c lib/cache.c
 	lib/trie4.c lib/trie6.c lib/reclaim.c lib/mem.c lib/ifname.c lib/ctl.c)
 # The daemon but its main.c: fuzz_ctl serves requests with them.
-DAEMON_SOURCES=(daemon/cfg.c daemon/ctl.c daemon/feed.c daemon/feed_fpm.c daemon/feed_kernel.c
+DAEMON_SOURCES=(daemon/cfg.c daemon/ctl.c daemon/feed.c daemon/feed_fpm.c daemon/feed_kernel.c daemon/peer.c
 	daemon/lcfibd.c daemon/log.c daemon/rpc.c daemon/state.c daemon/writer.c)
 
 skip()

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# End-to-end tests of the files a client names: lcfibd (root) reads a
+# route file with the rights of the client that named it, never its own;
+# quotes at most a cut token of a bad line; refuses what is not a regular
+# file, or is larger than max-route-file-size, at once; and a load in
+# progress ends when the daemon is told to exit (SIGTERM) or its client
+# goes away (Ctrl-C), applying nothing. See tests/e2e/lib.sh for the
+# harness.
+#
+# Needs: bash, python3, gzip, setpriv (util-linux) and root, to run
+# clients as nobody (the access tests are skipped, saying why, without).
+
+# shellcheck disable=SC2317 # functions run through t_run
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# ----------------------------------------------------------------- helpers
+
+# The test's own copies of lcfibctl, its library, the YANG module and
+# ctl.py, where nobody can reach them (the checkout may be under /root).
+nobody_setup()
+{
+	[ "$(id -u)" = 0 ] || t_skip "needs root, to run clients as nobody"
+	command -v setpriv >/dev/null || t_skip "setpriv is not installed (Debian: util-linux)"
+	getent group nogroup >/dev/null || t_skip "no group 'nogroup' on this host"
+	NOBODY_PYTHON=$PYTHON
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$NOBODY_PYTHON" -c '' 2>/dev/null ||
+		NOBODY_PYTHON=/usr/bin/python3
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$NOBODY_PYTHON" -c '' ||
+		t_skip "no python3 that nobody may run"
+	mkdir -p "$T/bin/yang"
+	cp "$E2E_HELPERS/ctl.py" "$LCFIBCTL" "$T/bin/"
+	cp "$YANG_DIR"/*.yang "$T/bin/yang/"
+	cp -P "$E2E_BUILDDIR"/lib/.libs/liblcfib.so* "$T/bin/" 2>/dev/null || true
+	chmod -R a+rX "$T/bin"
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- test -r "$T/bin/ctl.py" ||
+		t_skip "nobody cannot reach $T: make TMPDIR traversable by all"
+}
+
+# as_admin CMD...: CMD as nobody, a member of the admin group nogroup (not root).
+as_admin() { setpriv --reuid=65534 --regid=65534 --groups=65534 -- "$@"; }
+
+# nobody_cli SOCK ARGS...: lcfibctl as that admin.
+nobody_cli()
+{
+	local s=$1
+	shift
+	as_admin env LD_LIBRARY_PATH="$T/bin" "$T/bin/lcfibctl" -s "$s" -y "$T/bin/yang" "$@"
+}
+
+# nobody_ctl SOCK ARGS...: the raw client (a path, no descriptor) as that admin.
+nobody_ctl() { as_admin "$NOBODY_PYTHON" "$T/bin/ctl.py" "$@"; }
+
+# A daemon whose socket nobody reaches and whose admin group nogroup is.
+start_admin_daemon()
+{
+	d_start "$1" -G nogroup || fail "lcfibd did not start"
+	ctl "$(d_sock "$1")" edit merge '{"lcfib:lcfib":{"admin-group":"nogroup"}}' >/dev/null ||
+		fail "setting admin-group"
+}
+
+# no_secret TEXT WHAT: TEXT shows nothing of /etc/shadow or of /proc/1/*.
+no_secret()
+{
+	expect_no_match "$1" 'root:|daemon:|nobody:|/sbin/|PATH=|HOME=|r-xp|rw-p' "$2"
+}
+
+# The full table, twice (tables 100 and 200), in batch syntax: 2.1 million
+# routes, a load of several seconds, long enough to interrupt.
+big_file()
+{
+	local f=$T/big.routes t
+	if [ ! -s "$f" ]; then
+		for t in 100 200; do
+			gzip -dc "$FULLVIEW_GZ" | sed "s/\r\$//; s/^/route add blackhole /; s/\$/ table $t/"
+		done >"$f" || return 1
+	fi
+	echo "$f"
+}
+
+# load_phase SOCK: the phase of the load in progress, or nothing.
+load_phase() { value "$1" /lcfib:lcfib/state/ingest/load/phase 2>/dev/null; }
+
+is_applying() { [ "$(load_phase "$1")" = applying ]; }
+no_load() { [ -z "$(load_phase "$1")" ]; }
+
+# wait_applying SOCK: until a load applies its routes (parsing is over).
+wait_applying() { wait_until "the load applies" is_applying "$1"; }
+
+# interruptible CMD... &: CMD with SIGINT at its default (a background job of
+# a script starts with SIGINT ignored), as if run from a terminal. Only in
+# the background: it execs, so that $! is CMD's pid.
+interruptible()
+{
+	exec "$PYTHON" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# ------------------------------------------------------------------- tests
+
+test_a_non_root_admin_cannot_read_roots_files_through_a_load()
+{
+	local s cfg out f f2
+	nobody_setup
+	[ -e /etc/shadow ] || t_skip "no /etc/shadow"
+	setpriv --reuid=65534 --regid=65534 --groups=65534 -- test -r /etc/shadow &&
+		t_skip "nobody may read /etc/shadow here"
+	start_admin_daemon adm
+	s=$(d_sock adm)
+	cfg=$(ctl "$s" get config)
+	f=$T/mine.routes
+	echo "203.0.113.0/24" >"$f"
+	chmod a+r "$f"
+
+	# lcfibctl opens the file itself: the daemon never sees it.
+	expect_status 1 nobody_cli "$s" load /etc/shadow transient true
+	expect_match "$ERR" '/etc/shadow: Permission denied' "lcfibctl names the file"
+	no_secret "$ERR" "lcfibctl's error"
+	# A raw client names the path: the daemon opens it as that client.
+	for f2 in /etc/shadow /proc/1/environ /proc/1/maps; do
+		expect_status 1 nobody_ctl "$s" rpc \
+			"{\"lcfib:load\":{\"path\":\"$f2\",\"skip-bad-lines\":true}}"
+		expect_match "$OUT" "$f2: Permission denied" "a raw load of $f2"
+		expect_match "$OUT" '"app-tag":"access-denied"' "a raw load of $f2"
+		no_secret "$OUT" "the reply to a raw load of $f2"
+	done
+	# A descriptor of its own file, under root's file's name: loads nothing, records nothing.
+	out=$(as_admin env PYTHONPATH="$T/bin" "$NOBODY_PYTHON" -c '
+import json, socket, sys
+from ctl import frame, answers
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+req = json.dumps({"lcfib:load": {"path": "/etc/shadow"}})
+hdr = frame(3, req, flags=1)
+with open(sys.argv[2], "rb") as f:
+    socket.send_fds(s, [hdr], [f.fileno()])
+for name, payload in answers(s):
+    print(name, payload)
+' "$s" "$f")
+	expect_match "$out" 'not the file /etc/shadow|/etc/shadow: Permission denied' \
+		"a descriptor passed under another file's name"
+	# A config edit naming the file: refused likewise.
+	expect_status 1 nobody_cli "$s" set route-files route-file /etc/shadow
+	expect_match "$ERR" '/etc/shadow: Permission denied' "set route-files as nobody"
+
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the config"
+	expect_eq "$(routes "$s")" 0 "routes"
+	no_secret "$(cat "$(d_log adm)")" "the log"
+	# What nobody may read, it may load, and it is recorded.
+	expect_status 0 nobody_cli "$s" load "$f"
+	expect_eq "$(routes "$s")" 1 "routes after a load of nobody's own file"
+	expect_match "$(ctl "$s" get config)" "$f" "the config records it"
+	d_stop adm
+}
+
+test_a_bad_line_is_quoted_cut_short()
+{
+	local s f long
+	start_plain_daemon cut
+	s=$(d_sock cut)
+	long=secret:0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ
+	f=$T/long.routes
+	printf '%s\n' "$long" >"$f"
+	expect_status 1 cli "$s" load "$f" transient true
+	expect_match "$ERR" "got 'secret:0123456789abcdefghijkl\.\.\.'" "the token, cut"
+	expect_no_match "$ERR" 'mnopq' "the rest of the token"
+	expect_no_match "$(cat "$(d_log cut)")" 'mnopq' "the log"
+	d_stop cut
+}
+
+start_plain_daemon() { d_start "$1" || fail "lcfibd did not start"; }
+
+test_what_is_not_a_regular_file_is_refused_at_once()
+{
+	local s what want t0
+	start_plain_daemon irr
+	s=$(d_sock irr)
+	mkfifo "$T/fifo"
+	mkdir -p "$T/adir"
+	for what in "$T/fifo:a FIFO" "/dev/zero:a character device" \
+		"/dev/urandom:a character device" "$T/adir:a directory" \
+		"/proc/version:on procfs"; do
+		want=${what#*:}
+		t0=$(now_ms)
+		expect_status 1 timeout 20 "$LCFIBCTL" -s "$s" -y "$YANG_DIR" load "${what%%:*}" \
+			transient true
+		expect_match "$ERR" "${what%%:*} is $want" "a load of ${what%%:*}"
+		[ $(($(now_ms) - t0)) -lt 5000 ] || fail "the refusal of ${what%%:*} took $(($(now_ms) - t0)) ms"
+		# The raw protocol too: the daemon opens the path, O_NONBLOCK.
+		expect_status 1 timeout 20 "$PYTHON" "$E2E_HELPERS/ctl.py" "$s" rpc \
+			"{\"lcfib:load\":{\"path\":\"${what%%:*}\",\"transient\":true}}"
+		expect_match "$OUT" "is $want" "a raw load of ${what%%:*}"
+	done
+	# The writer is free: a route edit goes through, and SIGTERM ends the daemon.
+	cli "$s" route add blackhole 192.0.2.0/24 >/dev/null || fail "a route edit after the refusals"
+	d_stop irr
+}
+
+test_a_file_over_max_route_file_size_is_refused()
+{
+	local s f
+	start_plain_daemon big
+	s=$(d_sock big)
+	expect_eq "$(value "$s" /lcfib:lcfib/max-route-file-size)" 1073741824 "the default"
+	cli "$s" set max-route-file-size 4K >/dev/null || fail "set max-route-file-size 4K"
+	f=$T/5k.routes
+	gzip -dc "$FULLVIEW_GZ" | head -c 5000 | head -n -1 >"$f"
+	expect_status 1 cli "$s" load "$f" transient true
+	expect_match "$ERR" "$f is [0-9]+ bytes, more than the limit of 4096 \(max-route-file-size\)" \
+		"a load by path"
+	expect_status 1 cli "$s" load - transient true <"$f"
+	expect_match "$ERR" "larger than 4096 bytes \(max-route-file-size\)" "a streamed load"
+	expect_eq "$(routes "$s")" 0 "routes"
+	head -n 20 "$f" >"$T/small.routes"
+	expect_status 0 cli "$s" load "$T/small.routes" transient true
+	expect_eq "$(routes "$s")" 20 "routes of a file under the bound"
+	d_stop big
+}
+
+test_sigterm_during_a_long_load_ends_the_daemon_within_a_second()
+{
+	local s f pid t0 dt st bound
+	f=$(big_file) || fail "cannot write the big file"
+	start_plain_daemon term
+	s=$(d_sock term)
+	cli "$s" load "$f" transient true >/dev/null 2>&1 &
+	wait_applying "$s"
+	pid=$(d_pid term)
+	t0=$(now_ms)
+	kill -TERM "$pid"
+	st=$(d_wait_exit term)
+	dt=$(($(now_ms) - t0))
+	d_forget term
+	expect_eq "$st" 0 "lcfibd's exit status"
+	echo "# exited $dt ms after SIGTERM"
+	# A second; under ASan or TSan frees are slower and LSan scans the heap at exit.
+	bound=1000
+	! grep -Eq -- '-fsanitize=' "$E2E_BUILDDIR/Makefile" 2>/dev/null || bound=5000
+	[ "$dt" -lt "$bound" ] ||
+		fail "lcfibd took $dt ms (more than $bound) to exit after SIGTERM in the middle of a load"
+	log_has term 'big.routes.*cancelled' || fail "the log does not say the load was cancelled"
+}
+
+# ctrl_c_cancels NAME INPUT LOAD-ARGS...: Ctrl-C (SIGINT) to lcfibctl, its
+# standard input INPUT, while the daemon applies.
+ctrl_c_cancels()
+{
+	local name=$1 input=$2 s pid cfg
+	shift 2
+	start_plain_daemon "$name"
+	s=$(d_sock "$name")
+	cli "$s" route add blackhole 192.0.2.0/24 >/dev/null || fail "a route"
+	cfg=$(ctl "$s" get config)
+	interruptible "$LCFIBCTL" -s "$s" -y "$YANG_DIR" load "$@" <"$input" >"$T/$name.out" 2>&1 &
+	pid=$!
+	wait_applying "$s"
+	kill -INT "$pid"
+	wait "$pid" && fail "lcfibctl was not interrupted"
+	# The writer stops and rolls back: the load ends, nothing applied.
+	wait_until "the cancelled load ends" no_load "$s"
+	expect_eq "$(routes "$s")" 1 "routes after the cancelled load"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the config (nothing recorded)"
+	log_has "$name" 'cancelled' || fail "the log does not say the load was cancelled"
+	d_stop "$name"
+}
+
+test_ctrl_c_cancels_a_load_of_a_file()
+{
+	local f
+	f=$(big_file) || fail "cannot write the big file"
+	ctrl_c_cancels ctrlc /dev/null "$f"
+}
+
+test_ctrl_c_cancels_a_streamed_load()
+{
+	local f
+	f=$(big_file) || fail "cannot write the big file"
+	ctrl_c_cancels ctrlcs "$f" -
+}
+
+# ------------------------------------------------------------------- main
+
+e2e_init
+[ -r "$FULLVIEW_GZ" ] || e2e_skip_all "no full table at $FULLVIEW_GZ"
+
+t_run test_a_non_root_admin_cannot_read_roots_files_through_a_load
+t_run test_a_bad_line_is_quoted_cut_short
+t_run test_what_is_not_a_regular_file_is_refused_at_once
+t_run test_a_file_over_max_route_file_size_is_refused
+t_run test_sigterm_during_a_long_load_ends_the_daemon_within_a_second
+t_run test_ctrl_c_cancels_a_load_of_a_file
+t_run test_ctrl_c_cancels_a_streamed_load
+t_summary

@@ -80,8 +80,10 @@ struct TRIE {
 	/*
 	 * Bulk mode (writer only): edits leave resizing to trie*_rebalance(),
 	 * and start from the node of the previous insert (the finger), which
-	 * makes a sorted load cheap. No internal node is unlinked in bulk mode,
-	 * so the finger stays in the trie.
+	 * makes a sorted load cheap. An insert that had to walk more than
+	 * BULK_WALK_MAX levels (unsorted input, or a jump in sorted input)
+	 * resizes its path as outside bulk mode and drops the finger; no other
+	 * internal node is unlinked in bulk mode, so the finger stays in the trie.
 	 */
 	bool deferred;
 	bool top_down; /* trie*_set_bulk() resizes parents first: no eager child resizes */
@@ -99,6 +101,15 @@ struct TRIE {
 #define INFLATE_THRESHOLD      50
 #define HALVE_THRESHOLD_ROOT   15
 #define INFLATE_THRESHOLD_ROOT 30
+/*
+ * Bulk mode: an insert whose walk from the finger (or the root) went down
+ * more levels than this resizes its path at once. Unsorted input would
+ * otherwise grow a binary trie, tens of levels deep, that every later
+ * insert walks down (a shuffled full table loaded slower in bulk mode than
+ * one route at a time); sorted input walks a level or two from the finger
+ * and never pays for it.
+ */
+#define BULK_WALK_MAX 8
 /* Inflate or halve steps per node per resize: bounds the work of one update. */
 #define MAX_WORK 10
 
@@ -727,9 +738,11 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 
 /*
  * Writer. The leaf with exactly @key, or NULL; *@tpp is the last internal
- * node on the path (NULL when the root slot itself holds the answer).
+ * node on the path (NULL when the root slot itself holds the answer), and
+ * *@walk the internal nodes walked down.
  */
-static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp)
+static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp,
+			      unsigned int *walk)
 {
 	struct tnode *tp = NULL;
 	struct node *n = slot_node(t->root);
@@ -753,13 +766,14 @@ static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp
 		}
 		tp = node_tnode(n);
 		n = child_get(tp, (unsigned long)index);
+		(*walk)++;
 	}
 	*tpp = tp;
 	return NULL;
 }
 
-/* Publishes the new leaf @l where no leaf of its key exists; @tp from find_leaf(). */
-static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
+/* Publishes the new leaf @l where no leaf of its key exists; @tp and @walk from find_leaf(). */
+static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigned int walk)
 {
 	TKEY key = l->n.key;
 	struct node *n = tp ? child_get(tp, get_index(key, &tp->n)) : slot_node(t->root);
@@ -782,10 +796,13 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
 		put_child_root(t, tp, key, &l->n);
 	}
 	STAT_ADD(t->nr_leaves, 1);
-	if (t->deferred)
+	if (t->deferred && walk <= BULK_WALK_MAX) {
 		t->finger = tp;
-	else
-		rebalance(t, tp);
+		return 0;
+	}
+	/* The resize may unlink the finger's nodes. */
+	t->finger = NULL;
+	rebalance(t, tp);
 	return 0;
 }
 
@@ -834,12 +851,12 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	struct fib_route run[TRIE_LEAF_MAX];
 	struct tnode *tp;
 	struct leaf *old, *l;
-	unsigned int lo, hi, nr_old, nr_new, nr;
+	unsigned int lo, hi, nr_old, nr_new, nr, walk = 0;
 	int ret;
 
 	if (key_has_host_bits(key, plen))
 		return -EINVAL;
-	old = find_leaf(t, key, &tp);
+	old = find_leaf(t, key, &tp, &walk);
 	leaf_run(old, plen, &lo, &hi);
 	nr_old = old ? old->n.nr : 0;
 	ret = fn(ctx, old ? &old->r[lo] : NULL, hi - lo, run, TRIE_LEAF_MAX - (nr_old - (hi - lo)));
@@ -873,7 +890,7 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	if (old) {
 		leaf_replace(t, tp, old, l);
 	} else {
-		ret = leaf_insert(t, tp, l);
+		ret = leaf_insert(t, tp, l, walk);
 		if (ret < 0) {
 			node_free_unpublished(t, &l->n);
 			return ret;

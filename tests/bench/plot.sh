@@ -44,7 +44,7 @@ set multiplot layout 1,2 title "Lookups on one thread against table size (random
 set logscale xy
 set xlabel "prefixes in the table"
 set ylabel "M lookups/s"
-set key top right font ",9"
+set key bottom left font ",9"
 set grid
 set logscale x 2
 set xtics ("512" 512, "2k" 2048, "8k" 8192, "32k" 32768, "128k" 131072, "512k" 524288)

@@ -66,11 +66,11 @@ struct tnode {
 	uint32_t empty_children; /* writer only, as below */
 	uint32_t full_children;  /* children with no skipped bits (see tnode_full()) */
 	struct tnode *parent;    /* read by lookups while backtracking */
-	struct node *child[];
+	uintptr_t child[];       /* slots: see slot_node() */
 };
 
 struct TRIE {
-	struct node *root;
+	uintptr_t root; /* a slot, as the children's */
 	struct mem *mem;
 	struct reclaim *rc;
 	/* Writer-maintained counts; other threads read them with relaxed loads. */
@@ -80,8 +80,10 @@ struct TRIE {
 	/*
 	 * Bulk mode (writer only): edits leave resizing to trie*_rebalance(),
 	 * and start from the node of the previous insert (the finger), which
-	 * makes a sorted load cheap. No internal node is unlinked in bulk mode,
-	 * so the finger stays in the trie.
+	 * makes a sorted load cheap. An insert that had to walk more than
+	 * BULK_WALK_MAX levels (unsorted input, or a jump in sorted input)
+	 * resizes its path as outside bulk mode and drops the finger; no other
+	 * internal node is unlinked in bulk mode, so the finger stays in the trie.
 	 */
 	bool deferred;
 	bool top_down; /* trie*_set_bulk() resizes parents first: no eager child resizes */
@@ -99,6 +101,15 @@ struct TRIE {
 #define INFLATE_THRESHOLD      50
 #define HALVE_THRESHOLD_ROOT   15
 #define INFLATE_THRESHOLD_ROOT 30
+/*
+ * Bulk mode: an insert whose walk from the finger (or the root) went down
+ * more levels than this resizes its path at once. Unsorted input would
+ * otherwise grow a binary trie, tens of levels deep, that every later
+ * insert walks down (a shuffled full table loaded slower in bulk mode than
+ * one route at a time); sorted input walks a level or two from the finger
+ * and never pays for it.
+ */
+#define BULK_WALK_MAX 8
 /* Inflate or halve steps per node per resize: bounds the work of one update. */
 #define MAX_WORK 10
 
@@ -125,6 +136,66 @@ static inline struct tnode *node_tnode(const struct node *n)
 static inline struct leaf *node_leaf(const struct node *n)
 {
 	return (struct leaf *)n;
+}
+
+/*
+ * A child slot holds the child's address with the child's pos in bits
+ * 48-55 and its bits in bits 56-63 (0 for a leaf; 0 for an empty slot), so
+ * a lookup computes its index in the child from the slot alone: one
+ * dependent miss per level (the slot) instead of two (the child's header,
+ * then its slot). A node's pos and bits never change after it is made
+ * (inflate and halve make new nodes), so a slot is written once per child
+ * and stays right. User-space addresses of x86-64 and arm64 fit in 48 bits;
+ * node_alloc_check() refuses one that does not.
+ */
+#define SLOT_ADDR_BITS 48
+_Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
+
+static inline struct node *slot_node(uintptr_t s)
+{
+	return (struct node *)(s & (((uintptr_t)1 << SLOT_ADDR_BITS) - 1));
+}
+
+static inline unsigned int slot_pos(uintptr_t s)
+{
+	return (unsigned int)(s >> SLOT_ADDR_BITS) & 0xff;
+}
+
+static inline unsigned int slot_bits(uintptr_t s)
+{
+	return (unsigned int)(s >> (SLOT_ADDR_BITS + 8));
+}
+
+static inline uintptr_t node_slot(const struct node *n)
+{
+	if (!n)
+		return 0;
+	return (uintptr_t)n | (uintptr_t)n->pos << SLOT_ADDR_BITS |
+	       (uintptr_t)n->bits << (SLOT_ADDR_BITS + 8);
+}
+
+/* Reader: the slot at @p, with the ordering of rcu_dereference(). */
+static inline uintptr_t slot_load(const uintptr_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_CONSUME);
+}
+
+/* Writer: publishes @n at @p, with the ordering of rcu_assign_pointer(). */
+static inline void slot_publish(uintptr_t *p, const struct node *n)
+{
+	__atomic_store_n(p, node_slot(n), __ATOMIC_RELEASE);
+}
+
+/* Writer: child @i of @tn. */
+static inline struct node *child_get(const struct tnode *tn, unsigned long i)
+{
+	return slot_node(tn->child[i]);
+}
+
+/* Reader: child @i of @tn. */
+static inline const struct node *child_rcu(const struct tnode *tn, unsigned long i)
+{
+	return slot_node(slot_load(&tn->child[i]));
 }
 
 static inline unsigned long child_length(const struct node *n)
@@ -166,7 +237,7 @@ static inline size_t leaf_size(unsigned int nr)
 static inline size_t tnode_size(unsigned int bits)
 {
 	/* Rounded as the allocator rounds, so statistics and accounting agree. */
-	return (sizeof(struct tnode) + ((sizeof(struct node *) + 1) << bits) + 7) & ~(size_t)7;
+	return (sizeof(struct tnode) + ((sizeof(uintptr_t) + 1) << bits) + 7) & ~(size_t)7;
 }
 
 static inline uint8_t *child_slen(const struct tnode *tn)
@@ -195,10 +266,23 @@ static inline bool key_has_host_bits(TKEY key, unsigned int plen)
 
 /* ---------------------------------------------------------------- nodes */
 
+/* An address a slot cannot hold is refused (never seen on x86-64 or arm64 Linux). */
+static void *node_alloc(struct TRIE *t, enum mem_class c, size_t size)
+{
+	void *p = mem_alloc(t->mem, c, size);
+
+	if (p && ((uintptr_t)p >> SLOT_ADDR_BITS)) {
+		mem_free(t->mem, c, p, size);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
 static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsigned int bits)
 {
 	size_t size = tnode_size(bits);
-	struct tnode *tn = mem_alloc(t->mem, MEM_TNODE, size);
+	struct tnode *tn = node_alloc(t, MEM_TNODE, size);
 
 	if (!tn)
 		return NULL;
@@ -214,7 +298,7 @@ static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsig
 
 static struct leaf *leaf_new(struct TRIE *t, TKEY key, unsigned int nr)
 {
-	struct leaf *l = mem_alloc(t->mem, MEM_LEAF, leaf_size(nr));
+	struct leaf *l = node_alloc(t, MEM_LEAF, leaf_size(nr));
 
 	if (!l)
 		return NULL;
@@ -251,7 +335,7 @@ static void node_retire(struct TRIE *t, struct node *n)
 /* Sets child @i of @tn, keeping its counts and slen; publishes @n to readers. */
 static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 {
-	struct node *chi = tn->child[i];
+	struct node *chi = child_get(tn, i);
 	bool wasfull = tnode_full(tn, chi), isfull = tnode_full(tn, n);
 
 	if (!n && chi)
@@ -267,7 +351,7 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 	/* The slen copy never says less than what a reader may find there. */
 	if (n && n->slen > child_slen(tn)[i])
 		SLEN_STORE(child_slen(tn)[i], n->slen);
-	rcu_assign_pointer(tn->child[i], n);
+	slot_publish(&tn->child[i], n);
 	if (!n || n->slen < child_slen(tn)[i])
 		SLEN_STORE(child_slen(tn)[i], n ? n->slen : 0);
 }
@@ -278,7 +362,7 @@ static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct no
 	if (tp)
 		put_child(tp, get_index(key, &tp->n), n);
 	else
-		rcu_assign_pointer(t->root, n);
+		slot_publish(&t->root, n);
 }
 
 static void node_set_parent(struct node *n, struct tnode *tp)
@@ -290,7 +374,7 @@ static void node_set_parent(struct node *n, struct tnode *tp)
 /* The child of @tp at @cindex, or the root when @tp is NULL. */
 static struct node *slot_get(const struct TRIE *t, const struct tnode *tp, unsigned long cindex)
 {
-	return tp ? tp->child[cindex] : t->root;
+	return tp ? child_get(tp, cindex) : slot_node(t->root);
 }
 
 /* ------------------------------------------------------- suffix lengths */
@@ -374,7 +458,7 @@ static bool should_collapse(const struct tnode *tn)
 static void update_children(struct tnode *tn)
 {
 	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
-		struct node *c = tn->child[i];
+		struct node *c = child_get(tn, i);
 
 		if (!c || node_is_leaf(c))
 			continue;
@@ -389,7 +473,7 @@ static void update_children(struct tnode *tn)
 static void tnode_free_new(struct TRIE *t, struct tnode *tn)
 {
 	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
-		struct node *c = tn->child[i];
+		struct node *c = child_get(tn, i);
 
 		if (c && !node_is_leaf(c) && node_tnode(c)->parent == tn)
 			node_free_unpublished(t, c);
@@ -417,7 +501,7 @@ static void resize_full_children(struct TRIE *t, struct tnode *tn)
 	if (t->top_down)
 		return;
 	for (unsigned long i = child_length(&tn->n); i;) {
-		struct node *c = tn->child[--i];
+		struct node *c = child_get(tn, --i);
 
 		if (tnode_full(tn, c))
 			resize(t, node_tnode(c));
@@ -433,7 +517,7 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
 	*only = NULL;
 	for (unsigned long j = lo; j < hi; j++) {
 		if (tn->child[j]) {
-			*only = tn->child[j];
+			*only = child_get(tn, j);
 			used++;
 		}
 	}
@@ -450,7 +534,7 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 	tn->parent = oldtn->parent;
 	m = (TKEY)1 << tn->n.pos;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		struct node *c = oldtn->child[--i], *only0, *only1;
+		struct node *c = child_get(oldtn, --i), *only0, *only1;
 		struct tnode *in, *node0, *node1;
 		unsigned long half, used0, used1;
 
@@ -464,8 +548,8 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 		in = node_tnode(c);
 		/* A full node of two children dissolves into the new level. */
 		if (c->bits == 1) {
-			put_child(tn, 2 * i + 1, in->child[1]);
-			put_child(tn, 2 * i, in->child[0]);
+			put_child(tn, 2 * i + 1, child_get(in, 1));
+			put_child(tn, 2 * i, child_get(in, 0));
 			continue;
 		}
 		/*
@@ -497,9 +581,9 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 		}
 		for (unsigned long j = 0; j < half && (node0 || node1); j++) {
 			if (node1)
-				put_child(node1, j, in->child[half + j]);
+				put_child(node1, j, child_get(in, half + j));
 			if (node0)
-				put_child(node0, j, in->child[j]);
+				put_child(node0, j, child_get(in, j));
 		}
 		put_child(tn, 2 * i + 1, node1 ? &node1->n : only1);
 		put_child(tn, 2 * i, node0 ? &node0->n : only0);
@@ -507,7 +591,7 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 	replace(t, oldtn, tn);
 	/* The full children were split or dissolved: retire them too. */
 	for (unsigned long i = 0; i < child_length(&oldtn->n); i++) {
-		struct node *c = oldtn->child[i];
+		struct node *c = child_get(oldtn, i);
 
 		if (tnode_full(oldtn, c))
 			node_retire(t, c);
@@ -528,8 +612,8 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		return -ENOMEM;
 	tn->parent = oldtn->parent;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		struct node *node1 = oldtn->child[--i];
-		struct node *node0 = oldtn->child[--i];
+		struct node *node1 = child_get(oldtn, --i);
+		struct node *node0 = child_get(oldtn, --i);
 		struct tnode *in;
 
 		/* At most one of the pair: it moves up as it is. */
@@ -562,7 +646,7 @@ static struct tnode *collapse(struct TRIE *t, struct tnode *oldtn)
 	struct node *n = NULL;
 
 	for (unsigned long i = child_length(&oldtn->n); !n && i;)
-		n = oldtn->child[--i];
+		n = child_get(oldtn, --i);
 	node_set_parent(n, tp);
 	put_child_root(t, tp, oldtn->n.key, n);
 	node_retire(t, &oldtn->n);
@@ -624,7 +708,7 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
 		tn = node_tnode(n);
 	}
 	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
-		struct node *c = tn->child[i];
+		struct node *c = child_get(tn, i);
 
 		if (c && !node_is_leaf(c))
 			rebalance_subtree(t, node_tnode(c));
@@ -639,7 +723,7 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
 
 void TN(set_bulk)(struct TRIE *t, bool on)
 {
-	struct node *root = t->root;
+	struct node *root = slot_node(t->root);
 
 	t->deferred = on;
 	t->finger = NULL;
@@ -654,12 +738,14 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 
 /*
  * Writer. The leaf with exactly @key, or NULL; *@tpp is the last internal
- * node on the path (NULL when the root slot itself holds the answer).
+ * node on the path (NULL when the root slot itself holds the answer), and
+ * *@walk the internal nodes walked down.
  */
-static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp)
+static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp,
+			      unsigned int *walk)
 {
 	struct tnode *tp = NULL;
-	struct node *n = t->root;
+	struct node *n = slot_node(t->root);
 
 	/* In bulk mode, climb from the finger to the first node that holds @key. */
 	for (struct tnode *f = t->finger; f; f = f->parent) {
@@ -679,17 +765,18 @@ static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp
 			return node_leaf(n);
 		}
 		tp = node_tnode(n);
-		n = tp->child[(unsigned long)index];
+		n = child_get(tp, (unsigned long)index);
+		(*walk)++;
 	}
 	*tpp = tp;
 	return NULL;
 }
 
-/* Publishes the new leaf @l where no leaf of its key exists; @tp from find_leaf(). */
-static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
+/* Publishes the new leaf @l where no leaf of its key exists; @tp and @walk from find_leaf(). */
+static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigned int walk)
 {
 	TKEY key = l->n.key;
-	struct node *n = tp ? tp->child[get_index(key, &tp->n)] : t->root;
+	struct node *n = tp ? child_get(tp, get_index(key, &tp->n)) : slot_node(t->root);
 
 	if (n) {
 		/* Something else sits in the slot: a new node splits at the first differing bit. */
@@ -709,10 +796,13 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l)
 		put_child_root(t, tp, key, &l->n);
 	}
 	STAT_ADD(t->nr_leaves, 1);
-	if (t->deferred)
+	if (t->deferred && walk <= BULK_WALK_MAX) {
 		t->finger = tp;
-	else
-		rebalance(t, tp);
+		return 0;
+	}
+	/* The resize may unlink the finger's nodes. */
+	t->finger = NULL;
+	rebalance(t, tp);
 	return 0;
 }
 
@@ -761,12 +851,12 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	struct fib_route run[TRIE_LEAF_MAX];
 	struct tnode *tp;
 	struct leaf *old, *l;
-	unsigned int lo, hi, nr_old, nr_new, nr;
+	unsigned int lo, hi, nr_old, nr_new, nr, walk = 0;
 	int ret;
 
 	if (key_has_host_bits(key, plen))
 		return -EINVAL;
-	old = find_leaf(t, key, &tp);
+	old = find_leaf(t, key, &tp, &walk);
 	leaf_run(old, plen, &lo, &hi);
 	nr_old = old ? old->n.nr : 0;
 	ret = fn(ctx, old ? &old->r[lo] : NULL, hi - lo, run, TRIE_LEAF_MAX - (nr_old - (hi - lo)));
@@ -800,7 +890,7 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	if (old) {
 		leaf_replace(t, tp, old, l);
 	} else {
-		ret = leaf_insert(t, tp, l);
+		ret = leaf_insert(t, tp, l, walk);
 		if (ret < 0) {
 			node_free_unpublished(t, &l->n);
 			return ret;
@@ -830,7 +920,7 @@ static inline const struct fib_route *leaf_match(const struct leaf *l, TKEY key)
  * shorter prefix. Returns the next child slot that may hold a prefix
  * covering the key, or NULL when none is left; updates *@pnp and *@cip.
  */
-static struct node *const *backtrack(const struct tnode **pnp, unsigned long *cip)
+static const uintptr_t *backtrack(const struct tnode **pnp, unsigned long *cip)
 {
 	const struct tnode *pn = *pnp;
 	unsigned long cindex = *cip;
@@ -898,7 +988,7 @@ static inline enum tail_step tail_visit(TKEY key, const struct node *n, const st
 static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const struct tnode *pn,
 					   unsigned long cindex)
 {
-	struct node *const *slot;
+	const uintptr_t *slot;
 	const struct fib_route *r = NULL;
 
 	for (;;) {
@@ -908,20 +998,21 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 			if (step == TAIL_FOUND)
 				return r;
 			if (step == TAIL_DESCEND) {
-				n = rcu_dereference(node_tnode(n)->child[0]);
+				n = child_rcu(node_tnode(n), 0);
 				continue;
 			}
 		}
 		slot = backtrack(&pn, &cindex);
 		if (!slot)
 			return NULL;
-		n = rcu_dereference(*slot);
+		n = slot_node(slot_load(slot));
 	}
 }
 
-const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
+/* The kernel's lookup, step by step: every header on the path is read. */
+static const struct fib_route *lookup_full(const struct TRIE *t, TKEY key)
 {
-	const struct node *n = rcu_dereference(t->root);
+	const struct node *n = slot_node(slot_load(&t->root));
 	const struct tnode *pn = NULL;
 	unsigned long cindex = 0;
 
@@ -936,12 +1027,55 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 			pn = node_tnode(n);
 			cindex = (unsigned long)index;
 		}
-		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+		n = child_rcu(node_tnode(n), (unsigned long)index);
 	}
 	return lookup_tail(key, n, pn, cindex);
 }
 
+/* The index of @key in the internal node whose slot is @s. */
+static inline unsigned long slot_index(uintptr_t s, TKEY key)
+{
+	return (unsigned long)(key >> slot_pos(s)) & ((1ul << slot_bits(s)) - 1);
+}
+
+/*
+ * The fast path: descend by the key's index bits alone, reading only the
+ * slots (their tags give each child's pos and bits), to a leaf or an empty
+ * slot; no header is read and skipped bits are not compared on the way.
+ * If the leaf reached holds a prefix covering the key, its longest such
+ * prefix is the kernel's answer: the leaf agrees with the key on every
+ * index bit, so if it differs at bit b, b lies in some node's skipped bits;
+ * the kernel's descent stops at the first node whose skipped bits hold b,
+ * and a prefix of the leaf covering the key has its host bits at b and
+ * below all zero, so the leaf sits down that node's child-0 chain, which is
+ * where the kernel's steps 2-3 go next and find it first (the routes of one
+ * leaf are longest first). Otherwise (an empty slot, or no prefix of the
+ * leaf covers the key) the answer needs backtracking: lookup_full().
+ */
+static inline const struct leaf *lookup_fast_leaf(const struct TRIE *t, TKEY key)
+{
+	uintptr_t s = slot_load(&t->root);
+
+	while (slot_bits(s))
+		s = slot_load(&node_tnode(slot_node(s))->child[slot_index(s, key)]);
+	return node_leaf(slot_node(s));
+}
+
+const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
+{
+	const struct leaf *l = lookup_fast_leaf(t, key);
+	const struct fib_route *r;
+
+	if (l) {
+		r = leaf_match(l, key);
+		if (r)
+			return r;
+	}
+	return lookup_full(t, key);
+}
+
 #define BATCH_LANES 32
+#define FAST_LANES  16
 
 /* Where one lane of a batch lookup stands: the memory it waits for was prefetched. */
 enum lane_phase {
@@ -956,7 +1090,7 @@ struct lane {
 	const struct node *n;
 	const struct tnode *pn;
 	unsigned long cindex;
-	struct node *const *slot;
+	const uintptr_t *slot;
 	enum lane_phase phase;
 };
 
@@ -984,7 +1118,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		return false;
 	case LANE_DESC_SLOT:
 	case LANE_TAIL_SLOT:
-		x = rcu_dereference(*l->slot);
+		x = slot_node(slot_load(l->slot));
 		if (x) {
 			l->n = x;
 			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
@@ -1032,7 +1166,7 @@ static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib
 {
 	struct lane lane[BATCH_LANES];
 	uint32_t active = nl >= 32 ? ~0u : (1u << nl) - 1;
-	const struct node *root = rcu_dereference(t->root);
+	const struct node *root = slot_node(slot_load(&t->root));
 
 	if (!root) {
 		for (unsigned int i = 0; i < nl; i++)
@@ -1053,22 +1187,121 @@ static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib
 	}
 }
 
+/* The lookups of fast_lanes() that need backtracking, run through lookup_lanes(). */
+struct slow_set {
+	unsigned int n;
+	unsigned int idx[BATCH_LANES];
+	TKEY key[BATCH_LANES];
+	const struct fib_route *res[BATCH_LANES];
+};
+
+static void slow_flush(const struct TRIE *t, struct slow_set *ss, const struct fib_route **res)
+{
+	lookup_lanes(t, ss->key, ss->res, ss->n);
+	for (unsigned int j = 0; j < ss->n; j++)
+		res[ss->idx[j]] = ss->res[j];
+	ss->n = 0;
+}
+
+static inline void slow_add(const struct TRIE *t, struct slow_set *ss, const TKEY *key,
+			    const struct fib_route **res, unsigned int i)
+{
+	ss->idx[ss->n] = i;
+	ss->key[ss->n++] = key[i];
+	if (ss->n == BATCH_LANES)
+		slow_flush(t, ss, res);
+}
+
+/* One lane of fast_lanes(): it waits for the slot at @p, or for the leaf @l. */
+struct fast_lane {
+	const uintptr_t *p;
+	const struct leaf *l;
+	unsigned int i; /* its address */
+};
+
+/*
+ * The batch's fast path (lookup_fast_leaf() for many keys): FAST_LANES
+ * lookups in flight, each a one-miss-per-step state machine (AMAC): a lane
+ * prefetches the slot or the leaf it needs next and yields to the others;
+ * a lane done takes the next address at once, so the misses in flight stay
+ * near FAST_LANES. Lookups the fast path cannot answer are gathered and
+ * finished by lookup_lanes(). @root is the root slot, an internal node.
+ */
+static void fast_lanes(const struct TRIE *t, uintptr_t root, const TKEY *key,
+		       const struct fib_route **res, unsigned int n)
+{
+	struct fast_lane lane[FAST_LANES];
+	const struct tnode *rn = node_tnode(slot_node(root));
+	struct slow_set ss;
+	unsigned int next = 0, nl = 0;
+
+	ss.n = 0;
+	while (nl < FAST_LANES && next < n) {
+		lane[nl] = (struct fast_lane){ .p = &rn->child[slot_index(root, key[next])],
+					       .i = next };
+		__builtin_prefetch(lane[nl++].p);
+		next++;
+	}
+	while (nl) {
+		for (unsigned int k = 0; k < nl;) {
+			struct fast_lane *ln = &lane[k];
+			unsigned int i = ln->i;
+			uintptr_t s;
+
+			if (!ln->l) {
+				s = slot_load(ln->p);
+				if (slot_bits(s)) {
+					ln->p = &node_tnode(slot_node(s))->child[slot_index(s, key[i])];
+					__builtin_prefetch(ln->p);
+					k++;
+					continue;
+				}
+				if (s) {
+					ln->l = node_leaf(slot_node(s));
+					__builtin_prefetch(ln->l);
+					k++;
+					continue;
+				}
+				slow_add(t, &ss, key, res, i);
+			} else {
+				res[i] = leaf_match(ln->l, key[i]);
+				if (!res[i])
+					slow_add(t, &ss, key, res, i);
+			}
+			/* Lane done: the next address, or the lane closes. */
+			if (next < n) {
+				*ln = (struct fast_lane){
+					.p = &rn->child[slot_index(root, key[next])], .i = next };
+				__builtin_prefetch(ln->p);
+				next++;
+				k++;
+			} else {
+				*ln = lane[--nl];
+			}
+		}
+	}
+	if (ss.n)
+		slow_flush(t, &ss, res);
+}
+
 void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
 			  unsigned int n)
 {
-	if (__atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) < trie_batch_min_leaves) {
-		for (unsigned int i = 0; i < n; i++)
-			res[i] = TN(lookup_rcu)(t, key[i]);
+	uintptr_t root = slot_load(&t->root);
+
+	if (slot_bits(root) &&
+	    __atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) >= trie_batch_min_leaves) {
+		fast_lanes(t, root, key, res, n);
 		return;
 	}
-	for (unsigned int i = 0; i < n; i += BATCH_LANES)
-		lookup_lanes(t, key + i, res + i, n - i < BATCH_LANES ? n - i : BATCH_LANES);
+	for (unsigned int i = 0; i < n; i++)
+		res[i] = TN(lookup_rcu)(t, key[i]);
 }
 
 const struct fib_route *TN(find_rcu)(const struct TRIE *t, TKEY key, unsigned int plen,
 				     unsigned int *nr)
 {
-	const struct node *n = rcu_dereference(t->root);
+	const struct node *n = slot_node(slot_load(&t->root));
 	const struct leaf *l;
 	unsigned int lo, hi;
 
@@ -1079,7 +1312,7 @@ const struct fib_route *TN(find_rcu)(const struct TRIE *t, TKEY key, unsigned in
 			return NULL;
 		if (node_is_leaf(n))
 			break;
-		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+		n = child_rcu(node_tnode(n), (unsigned long)index);
 	}
 	if (!n || plen > KEYLEN)
 		return NULL;
@@ -1099,7 +1332,7 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 		unsigned long i; /* next child to visit */
 	} st[KEYLEN + 1];
 	int sp = 0;
-	const struct node *n = rcu_dereference(t->root);
+	const struct node *n = slot_node(slot_load(&t->root));
 
 	/* Descend toward @from, stacking the larger siblings still to visit. */
 	while (n) {
@@ -1121,7 +1354,7 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 		}
 		st[sp].tn = node_tnode(n);
 		st[sp++].i = (unsigned long)index + 1;
-		n = rcu_dereference(node_tnode(n)->child[(unsigned long)index]);
+		n = child_rcu(node_tnode(n), (unsigned long)index);
 	}
 	/* The first leaf in what is left, in order. */
 	while (sp > 0) {
@@ -1131,7 +1364,7 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 			sp--;
 			continue;
 		}
-		n = rcu_dereference(tn->child[st[sp - 1].i++]);
+		n = child_rcu(tn, st[sp - 1].i++);
 		if (!n)
 			continue;
 		if (node_is_leaf(n))
@@ -1167,7 +1400,7 @@ static void node_free_tree(struct TRIE *t, struct node *n)
 		return;
 	if (!node_is_leaf(n)) {
 		for (unsigned long i = 0; i < child_length(n); i++)
-			node_free_tree(t, node_tnode(n)->child[i]);
+			node_free_tree(t, child_get(node_tnode(n), i));
 	}
 	node_free_unpublished(t, n);
 }
@@ -1176,7 +1409,7 @@ void TN(destroy)(struct TRIE *t)
 {
 	if (!t)
 		return;
-	node_free_tree(t, t->root);
+	node_free_tree(t, slot_node(t->root));
 	mem_free(t->mem, MEM_TABLE, t, sizeof(*t));
 }
 
@@ -1205,7 +1438,7 @@ static void stats_walk(const struct node *n, unsigned int depth, struct trie_sta
 	st->pointers += child_length(n);
 	st->tnode_bytes += tnode_size(n->bits);
 	for (unsigned long i = 0; i < child_length(n); i++) {
-		const struct node *c = rcu_dereference(node_tnode(n)->child[i]);
+		const struct node *c = child_rcu(node_tnode(n), i);
 
 		if (c)
 			stats_walk(c, depth + 1, st);
@@ -1216,7 +1449,7 @@ static void stats_walk(const struct node *n, unsigned int depth, struct trie_sta
 
 void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 {
-	const struct node *root = rcu_dereference(t->root);
+	const struct node *root = slot_node(slot_load(&t->root));
 
 	memset(st, 0, sizeof(*st));
 	if (root)
@@ -1268,7 +1501,7 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		return -EUCLEAN;
 	}
 	for (unsigned long i = 0; i < child_length(n); i++) {
-		const struct node *c = tn->child[i];
+		const struct node *c = child_get(tn, i);
 		int ret;
 
 		if (!c) {
@@ -1280,8 +1513,9 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 			empty++;
 			continue;
 		}
-		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos) {
-			err_set(err, "tnode %#llx/pos %u: child %lu (key %#llx) misplaced",
+		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos ||
+		    tn->child[i] != node_slot(c)) {
+			err_set(err, "tnode %#llx/pos %u: child %lu (key %#llx) misplaced or mistagged",
 				(unsigned long long)n->key, n->pos, i, (unsigned long long)c->key);
 			return -EUCLEAN;
 		}
@@ -1315,8 +1549,13 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 	uint64_t leaves = 0, routes = 0, tnodes = 0;
 	int ret = 0;
 
+	if (t->root && t->root != node_slot(slot_node(t->root))) {
+		err_set(err, "root slot %#llx: its tag is not the root's pos and bits",
+			(unsigned long long)t->root);
+		return -EUCLEAN;
+	}
 	if (t->root)
-		ret = check_node(t->root, NULL, t->deferred, &leaves, &routes, &tnodes, err);
+		ret = check_node(slot_node(t->root), NULL, t->deferred, &leaves, &routes, &tnodes, err);
 	if (ret)
 		return ret;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
@@ -1348,7 +1587,7 @@ static void dump_node(const struct node *n, unsigned int depth, FILE *f)
 	fprintf(f, "%*s+-- %s/%u %u %u %u\n", (int)depth * 3, "", key, KEYLEN - n->pos - n->bits,
 		n->bits, node_tnode(n)->full_children, node_tnode(n)->empty_children);
 	for (unsigned long i = 0; i < child_length(n); i++) {
-		const struct node *c = rcu_dereference(node_tnode(n)->child[i]);
+		const struct node *c = child_rcu(node_tnode(n), i);
 
 		if (c)
 			dump_node(c, depth + 1, f);
@@ -1357,7 +1596,7 @@ static void dump_node(const struct node *n, unsigned int depth, FILE *f)
 
 void TN(dump)(const struct TRIE *t, FILE *f)
 {
-	const struct node *root = rcu_dereference(t->root);
+	const struct node *root = slot_node(slot_load(&t->root));
 
 	if (root)
 		dump_node(root, 0, f);

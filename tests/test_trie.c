@@ -1104,6 +1104,99 @@ static void test_trie_backtracks_to_shorter_prefix(void **state)
 	expect_find(tt, K(tt, p8), l8, 1, 8);
 }
 
+/*
+ * Lookups descend on the index bits alone and compare skipped bits only at
+ * the leaf they reach (lib/trie-tmpl.h, lookup_fast_leaf()): keys that
+ * differ from a node's skipped bits must still get the kernel's answer,
+ * whether the leaf reached covers them (a short prefix down the child-0
+ * chain), covers nothing (backtracking finds a shorter prefix), or nothing
+ * covers them at all.
+ */
+static void test_trie_lookup_across_skipped_bits(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	/* 10/8 (2001:db8::/32) on the key of 10.0.0.0/24; 10.0.1.0/24 and 10.0.1.128/25 beside. */
+	const char *p0 = v4 ? "10.0.0.0" : "2001:db8::";
+	const char *p1 = v4 ? "10.0.1.0" : "2001:db8:0:100::";
+	const char *p2 = v4 ? "10.0.1.128" : "2001:db8:0:180::";
+	unsigned int l8 = v4 ? 8 : 32, l24 = v4 ? 24 : 56, l25 = v4 ? 25 : 57;
+
+	assert_int_equal(tt_set(tt, K(tt, p0), l8, 1, 8), 0);
+	assert_int_equal(tt_set(tt, K(tt, p0), l24, 1, 24), 0);
+	assert_int_equal(tt_set(tt, K(tt, p1), l24, 1, 124), 0);
+	assert_int_equal(tt_set(tt, K(tt, p2), l25, 1, 125), 0);
+	assert_trie_ok(tt);
+	/* Inside the /24s and the /25, and the skipped bits equal: plain descents. */
+	expect_lookup(tt, K(tt, v4 ? "10.0.0.9" : "2001:db8::9"), (int)l24, 24);
+	expect_lookup(tt, K(tt, v4 ? "10.0.1.9" : "2001:db8:0:17f::9"), (int)l24, 124);
+	expect_lookup(tt, K(tt, v4 ? "10.0.1.200" : "2001:db8:0:1c0::1"), (int)l25, 125);
+	/* Skipped bits differ; the index bits lead to 10.0.0.0, whose /8 covers. */
+	expect_lookup(tt, K(tt, v4 ? "10.7.0.9" : "2001:db8:7:0::9"), (int)l8, 8);
+	/* Skipped bits differ; the index bits lead to the /24 or /25, which do not cover. */
+	expect_lookup(tt, K(tt, v4 ? "10.7.1.9" : "2001:db8:7:100::9"), (int)l8, 8);
+	expect_lookup(tt, K(tt, v4 ? "10.7.1.200" : "2001:db8:7:1c0::1"), (int)l8, 8);
+	expect_lookup(tt, K(tt, v4 ? "10.0.2.1" : "2001:db8:0:200::1"), (int)l8, 8);
+	/* Outside everything, with every index bit pattern. */
+	expect_lookup(tt, K(tt, v4 ? "11.0.0.9" : "2001:db9::9"), -1, 0);
+	expect_lookup(tt, K(tt, v4 ? "11.0.1.9" : "2001:db9:0:100::9"), -1, 0);
+	expect_lookup(tt, K(tt, v4 ? "11.0.1.200" : "2001:db9:0:1c0::1"), -1, 0);
+	/* The /8 gone: the same keys now have no answer, even where a leaf is reached. */
+	assert_int_equal(tt_del(tt, K(tt, p0), l8), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, K(tt, v4 ? "10.7.0.9" : "2001:db8:7:0::9"), -1, 0);
+	expect_lookup(tt, K(tt, v4 ? "10.7.1.200" : "2001:db8:7:1c0::1"), -1, 0);
+	expect_lookup(tt, K(tt, v4 ? "10.0.0.9" : "2001:db8::9"), (int)l24, 24);
+}
+
+/*
+ * Bulk mode with unsorted input: inserts that walk deep resize their path
+ * at once (BULK_WALK_MAX in lib/trie-tmpl.h), so the trie stays shallow
+ * while bulk mode lasts instead of growing a binary trie that every later
+ * insert walks down; lookups stay right, and the final rebalance too.
+ */
+static void test_trie_unsorted_bulk_load_stays_shallow(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	unsigned int plen = v4 ? 24 : 48, shift = tt->bits - plen;
+	struct tdata_rng rng;
+	struct trie_stats st;
+	tkey keys[64];
+
+	tdata_rng_seed(&rng, tdata_seed(11));
+	if (v4)
+		trie4_set_bulk(tt->t4, true);
+	else
+		trie6_set_bulk(tt->t6, true);
+	for (unsigned int i = 0; i < 20000; i++) {
+		tkey key = ((tkey)tdata_rng_next(&rng) % ((tkey)1 << plen)) << shift;
+
+		assert_int_equal(tt_set(tt, key, plen, 1, 1 + i % 1000), 0);
+		if (i < 64)
+			keys[i] = key;
+	}
+	assert_trie_ok(tt);
+	if (v4) {
+		trie4_get_stats(tt->t4, &st);
+		print_message("  20000 unsorted in bulk mode: average depth %.2f, max %u\n",
+			      (double)st.total_depth / (double)st.leaves, st.max_depth);
+		/* A binary trie of 20000 random keys: average depth about 16, max over 30. */
+		assert_true(st.total_depth < 10 * st.leaves);
+	}
+	for (unsigned int i = 0; i < 64; i++)
+		expect_lookup(tt, keys[i] | 1, (int)plen, 1 + i % 1000);
+	if (v4)
+		trie4_set_bulk(tt->t4, false);
+	else
+		trie6_set_bulk(tt->t6, false);
+	assert_trie_ok(tt);
+	for (unsigned int i = 0; i < 64; i++)
+		expect_lookup(tt, keys[i] | 1, (int)plen, 1 + i % 1000);
+}
+
 /* The extremes: the default route, the all-ones host, and the zero host beside the default. */
 static void test_trie_default_and_all_ones_routes(void **state)
 {
@@ -1569,6 +1662,8 @@ int main(void)
 	const struct CMUnitTest v4[] = {
 		T(test_trie_empty_finds_nothing),
 		T(test_trie_backtracks_to_shorter_prefix),
+		T(test_trie_lookup_across_skipped_bits),
+		T(test_trie_unsorted_bulk_load_stays_shallow),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
 		T(test_trie_callback_error_leaves_trie_unchanged),
@@ -1582,6 +1677,8 @@ int main(void)
 	const struct CMUnitTest v6[] = {
 		T6(test_trie_empty_finds_nothing),
 		T6(test_trie_backtracks_to_shorter_prefix),
+		T6(test_trie_lookup_across_skipped_bits),
+		T6(test_trie_unsorted_bulk_load_stays_shallow),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),
 		T6(test_trie_callback_error_leaves_trie_unchanged),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what lcfib needs to build and test on Debian 12 (as root, or with sudo).
-# Usage: tools/deps.sh [--bench]   (--bench adds DPDK, the benchmarks' baseline)
+# Usage: tools/deps.sh [--bench]   (--bench adds DPDK, the benchmarks' baseline, and gnuplot)
 set -euo pipefail
 
 pkgs=(build-essential autoconf automake libtool pkg-config gzip
@@ -8,7 +8,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config gzip
       python3 valgrind iproute2 util-linux procps bc clang libclang-rt-14-dev
       frr)  # zebra and dplane_fpm_nl for the FPM feed's tests
 if [ "${1:-}" = "--bench" ]; then
-	pkgs+=(libdpdk-dev librte-lpm23 librte-fib23 librte-mempool-ring23)
+	pkgs+=(libdpdk-dev librte-lpm23 librte-fib23 librte-mempool-ring23
+	       gnuplot-nox)  # tests/bench/plot.sh draws docs/*.svg
 fi
 
 missing=()

@@ -5,7 +5,7 @@
  * and never judges them; docs/BENCHMARKS.md records a run and reads it
  * against the targets.
  *
- *   bench_fib [--quick] [--section machine|full|dpdk|sweep|syncmem]
+ *   bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem]
  *
  * Sections:
  *   machine  random reads of 1, 4 and 64 MiB buffers: memory latency and
@@ -60,6 +60,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_fib.h>
+#include <rte_fib6.h>
 #include <rte_lpm.h>
 #include <rte_malloc.h>
 #include <rte_vect.h>
@@ -77,6 +78,14 @@
 #define SWEEP_KMAX 20
 
 #define MIB (1024.0 * 1024.0)
+
+/*
+ * --cpu-time: lookup passes are timed by their thread's CPU time, not the
+ * wall clock, for a machine shared with other work: the time a reader
+ * spends descheduled is left out (what the other work does to the caches
+ * is not). Loads are always timed by the wall clock.
+ */
+static bool cpu_time;
 
 /* Results go here so that no lookup is dead code. */
 static volatile uint64_t bench_sink;
@@ -145,9 +154,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The clock of lookup passes: see cpu_time. */
+static uint64_t lk_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(cpu_time ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static double rate(size_t n, uint64_t ns)
 {
 	return ns ? (double)n * 1e9 / (double)ns : 0;
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
 }
 
 static uint64_t rss_bytes(void)
@@ -161,6 +184,29 @@ static uint64_t rss_bytes(void)
 		resident = 0;
 	fclose(f);
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * The process's resident anonymous memory and the part of it in
+ * transparent huge pages (/proc/self/smaps: Anonymous, AnonHugePages):
+ * what the kernel did with the MADV_HUGEPAGE advice, not the advice.
+ */
+static void anon_huge_bytes(uint64_t *anon, uint64_t *huge)
+{
+	char line[256];
+	unsigned long kb;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	*anon = *huge = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Anonymous: %lu kB", &kb) == 1)
+			*anon += (uint64_t)kb * 1024;
+		else if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			*huge += (uint64_t)kb * 1024;
+	}
+	fclose(f);
 }
 
 static void *xcalloc(size_t n, size_t size)
@@ -257,16 +303,17 @@ static int bench_table(struct bench *b)
 
 /*
  * Adds prefixes p[idx[i]] (p[i] when @idx is NULL), i < @n, each as one
- * unicast route via its gateway, with FIB_F_CREATE | FIB_F_EXCL.
+ * unicast route via its gateway, with @flags.
  */
-static void load_prefixes(struct fib *f, const struct addr_prefix *p, const uint8_t *gw,
-			  const uint32_t *idx, size_t n, struct load_fig *lf)
+static void load_prefixes_flags(struct fib *f, const struct addr_prefix *p, const uint8_t *gw,
+				const uint32_t *idx, size_t n, unsigned int flags,
+				struct load_fig *lf)
 {
 	struct fib_rcfg rc = {
 		.table = FIB_TABLE_MAIN,
 		.type = FIB_RT_UNICAST,
 		.n_paths = 1,
-		.flags = FIB_F_CREATE | FIB_F_EXCL,
+		.flags = flags,
 	};
 	struct errbuf err;
 	uint64_t t0;
@@ -291,6 +338,13 @@ static void load_prefixes(struct fib *f, const struct addr_prefix *p, const uint
 		}
 	}
 	lf->ns = now_ns() - t0;
+}
+
+/* load_prefixes_flags() with FIB_F_CREATE | FIB_F_EXCL: a load into a fresh table. */
+static void load_prefixes(struct fib *f, const struct addr_prefix *p, const uint8_t *gw,
+			  const uint32_t *idx, size_t n, struct load_fig *lf)
+{
+	load_prefixes_flags(f, p, gw, idx, n, FIB_F_CREATE | FIB_F_EXCL, lf);
 }
 
 static void print_load_errors(const char *what, const struct load_fig *lf)
@@ -564,9 +618,9 @@ static void *lk_thread(void *arg)
 	for (unsigned int p = 0; p < j->passes; p++) {
 		uint64_t ns;
 
-		t0 = now_ns();
+		t0 = lk_clock_ns();
 		j->pass(j, j->n);
-		ns = now_ns() - t0;
+		ns = lk_clock_ns() - t0;
 		if (ns < j->best_ns)
 			j->best_ns = ns;
 	}
@@ -781,6 +835,100 @@ static void section_full_lookups(struct bench *b, const struct fib_table *tb4,
 	}
 }
 
+/* A reader that looks up batches, round and round an address array, until told to stop. */
+struct dl_reader {
+	const struct fib_table *tb;
+	const uint32_t *addr;
+	size_t n;
+	uint64_t lookups; /* done so far (relaxed atomic) */
+	int stop;         /* relaxed atomic */
+	uint64_t sum;
+};
+
+static void *dl_thread(void *arg)
+{
+	struct dl_reader *r = arg;
+	const struct fib_route *res[LOOKUP_CHUNK];
+	size_t i = 0;
+
+	fib_reader_register();
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (i + LOOKUP_CHUNK > r->n)
+			i = 0;
+		fib_read_lock();
+		fib_lookup4_batch_rcu(r->tb, r->addr + i, res, LOOKUP_CHUNK);
+		for (unsigned int k = 0; k < LOOKUP_CHUNK; k++)
+			r->sum += (uintptr_t)res[k];
+		fib_read_unlock();
+		__atomic_fetch_add(&r->lookups, LOOKUP_CHUNK, __ATOMIC_RELAXED);
+		i += LOOKUP_CHUNK;
+	}
+	fib_reader_unregister();
+	return NULL;
+}
+
+/* Lookups per second of @r over the next @ns, or while @gw reloads the table (@gw set). */
+static double dl_rate(struct dl_reader *r, struct bench *b, const uint8_t *gw, uint64_t ns,
+		      struct load_fig *lf)
+{
+	uint64_t c0 = __atomic_load_n(&r->lookups, __ATOMIC_RELAXED), t0 = now_ns(), c1;
+
+	if (gw) {
+		load_prefixes_flags(b->fib4, b->t.v4, gw, NULL, b->t.n4, FIB_F_REPLACE, lf);
+	} else {
+		struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+				       .tv_nsec = (long)(ns % 1000000000u) };
+
+		nanosleep(&ts, NULL);
+	}
+	c1 = __atomic_load_n(&r->lookups, __ATOMIC_RELAXED);
+	return (double)(c1 - c0) * 1e3 / (double)(now_ns() - t0);
+}
+
+/*
+ * Writer interference: a reader thread looks up the inside-prefix
+ * addresses in batches, idle for a second, then while the writer replaces
+ * every IPv4 route of the same table (each prefix moves to the next
+ * gateway: every leaf is replaced and retired), then idle again; the
+ * table is put back (untimed) for the sections that follow.
+ */
+static void section_full_during_load(struct bench *b, const struct fib_table *tb4)
+{
+	struct dl_reader r = { .tb = tb4, .addr = b->a4[ADDR_INSIDE], .n = b->n_addr4 };
+	uint8_t *gw = xcalloc(b->t.n4, 1);
+	double idle0, busy, idle1;
+	struct load_fig lf, lf_back;
+	pthread_t th;
+
+	progress("full: lookups during a load");
+	for (size_t i = 0; i < b->t.n4; i++)
+		gw[i] = (uint8_t)((b->gw4[i] + 1) % N_GW);
+	if (pthread_create(&th, NULL, dl_thread, &r)) {
+		free(gw);
+		return;
+	}
+	dl_rate(&r, b, NULL, 300000000u, NULL); /* warm up */
+	idle0 = dl_rate(&r, b, NULL, 1000000000u, NULL);
+	busy = dl_rate(&r, b, gw, 0, &lf);
+	idle1 = dl_rate(&r, b, NULL, 1000000000u, NULL);
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	bench_sink += r.sum;
+	load_prefixes_flags(b->fib4, b->t.v4, b->gw4, NULL, b->t.n4, FIB_F_REPLACE, &lf_back);
+	fib_reclaim_barrier(b->fib4);
+	printf("lookups during a load: one reader, fib_lookup4_batch_rcu on the IPv4 inside-prefix "
+	       "addresses, while the writer replaces all %zu IPv4 routes (REPLACE, next gateway) "
+	       "in %.3f s (%.0f routes/s)\n",
+	       lf.routes, (double)lf.ns / 1e9, rate(lf.routes, lf.ns));
+	print_load_errors("replace", &lf);
+	printf("%-34s %12s\n", "reader", "M lookups/s");
+	printf("%-34s %12.1f\n", "idle, before", idle0);
+	printf("%-34s %12.1f\n", "during the load", busy);
+	printf("%-34s %12.1f\n", "idle, after", idle1);
+	printf("%-34s %12.2f\n", "during / idle (mean of both)", ratio(busy, (idle0 + idle1) / 2));
+	free(gw);
+}
+
 static double trie_bytes_per_route(const struct trie_stats *ts)
 {
 	return ts->routes ? (double)(ts->leaf_bytes + ts->tnode_bytes) / (double)ts->routes : 0;
@@ -851,6 +999,39 @@ static void section_full_bulk(struct bench *b)
 	fib_destroy(f);
 }
 
+static uint32_t *shuffled_indices(size_t n, uint64_t seed);
+
+/* The IPv4 table in a random order: one route at a time, then in bulk mode, each into a fresh FIB. */
+static void section_full_shuffled(struct bench *b)
+{
+	uint32_t *perm = shuffled_indices(b->t.n4, b->seed ^ 0x54f1);
+	struct load_fig one, bulk;
+	uint64_t t0, end_ns;
+	struct fib *f;
+
+	progress("full: shuffled loads");
+	f = fib_new_or_die();
+	load_prefixes(f, b->t.v4, b->gw4, perm, b->t.n4, &one);
+	fib_destroy(f);
+	f = fib_new_or_die();
+	fib_bulk_begin(f);
+	load_prefixes(f, b->t.v4, b->gw4, perm, b->t.n4, &bulk);
+	t0 = now_ns();
+	fib_bulk_end(f);
+	end_ns = now_ns() - t0;
+	fib_destroy(f);
+	printf("the IPv4 table shuffled, into a fresh FIB: one at a time, and in bulk mode "
+	       "(adds + fib_bulk_end)\n");
+	printf("%-24s %10s %10s %12s\n", "mode", "routes", "seconds", "routes/s");
+	printf("%-24s %10zu %10.3f %12.0f\n", "one at a time", one.routes, (double)one.ns / 1e9,
+	       rate(one.routes, one.ns));
+	printf("%-24s %10zu %10.3f %12.0f\n", "bulk (with end)", bulk.routes,
+	       (double)(bulk.ns + end_ns) / 1e9, rate(bulk.routes, bulk.ns + end_ns));
+	print_load_errors("shuffled", &one);
+	print_load_errors("shuffled bulk", &bulk);
+	free(perm);
+}
+
 static int section_full(struct bench *b)
 {
 	struct fib_state st[3];
@@ -894,6 +1075,16 @@ static int section_full(struct bench *b)
 	print_memory(st, rss, b->lc_load4.routes, lf6.routes);
 	printf("nexthops: %" PRIu64 " anonymous, %" PRIu64 " objects\n", st[2].nh_anonymous,
 	       st[2].nh_objects);
+	{
+		uint64_t anon, huge;
+
+		anon_huge_bytes(&anon, &huge);
+		printf("huge pages (/proc/self/smaps): AnonHugePages %.1f MiB of %.1f MiB anonymous "
+		       "resident (%.0f%%), for %.1f MiB of slab chunks and large nodes\n",
+		       (double)huge / MIB, (double)anon / MIB,
+		       anon ? 100.0 * (double)huge / (double)anon : 0,
+		       (double)(st[2].mem.slab_bytes + st[2].mem.large_bytes) / MIB);
+	}
 	printf("\n");
 
 	tb4 = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
@@ -908,7 +1099,11 @@ static int section_full(struct bench *b)
 	printf("\n");
 	section_full_lookups(b, tb4, tb6);
 	printf("\n");
+	section_full_during_load(b, tb4);
+	printf("\n");
 	section_full_bulk(b);
+	printf("\n");
+	section_full_shuffled(b);
 	return 0;
 }
 
@@ -995,6 +1190,27 @@ static void pass_rtefib_bulk(struct lk_job *j, size_t n)
 		int m = (int)(chunk_end(i, n) - i);
 
 		rte_fib_lookup_bulk(fib, a + i, nh, m);
+		for (int k = 0; k < m; k++) {
+			hits += nh[k] != 0;
+			sum += nh[k];
+		}
+	}
+	j->hits += hits;
+	j->sum += sum;
+}
+
+static void pass_rtefib6_bulk(struct lk_job *j, size_t n)
+{
+	struct rte_fib6 *fib = (struct rte_fib6 *)j->ctx;
+	/* struct in6_addr is the 16 bytes rte_fib6 takes; it reads them only. */
+	uint8_t(*a)[RTE_FIB6_IPV6_ADDR_SIZE] = (uint8_t(*)[RTE_FIB6_IPV6_ADDR_SIZE])j->addr;
+	uint64_t nh[LOOKUP_CHUNK];
+	uint64_t hits = 0, sum = 0;
+
+	for (size_t i = 0; i < n; i += LOOKUP_CHUNK) {
+		int m = (int)(chunk_end(i, n) - i);
+
+		rte_fib6_lookup_bulk(fib, a + i, nh, m);
 		for (int k = 0; k < m; k++) {
 			hits += nh[k] != 0;
 			sum += nh[k];
@@ -1092,8 +1308,9 @@ static struct rte_lpm *lpm_build(const char *name, const struct addr_prefix *p, 
 	return lpm;
 }
 
-static struct rte_fib *rtefib_build(const struct addr_prefix *p, const uint8_t *gw, size_t n,
-				    struct load_fig *lf, size_t *heap)
+/* @idx: the prefixes to add, as indexes of @p, or NULL for p[0..n). */
+static struct rte_fib *rtefib_build(const struct addr_prefix *p, const uint8_t *gw,
+				    const uint32_t *idx, size_t n, struct load_fig *lf, size_t *heap)
 {
 	struct rte_fib_conf cfg = {
 		.type = RTE_FIB_DIR24_8,
@@ -1115,7 +1332,44 @@ static struct rte_fib *rtefib_build(const struct addr_prefix *p, const uint8_t *
 	lf->create_ns = now_ns() - t0;
 	t0 = now_ns();
 	for (size_t i = 0; i < n; i++) {
-		int ret = rte_fib_add(fib, addr_key4(&p[i].a), p[i].plen, gw[i] + 1u);
+		size_t k = idx ? idx[i] : i;
+		int ret = rte_fib_add(fib, addr_key4(&p[k].a), p[k].plen, gw[k] + 1u);
+
+		if (ret == 0)
+			lf->routes++;
+		else if (lf->failed++ == 0)
+			snprintf(lf->first_err, sizeof(lf->first_err), "%s", strerror(-ret));
+	}
+	lf->ns = now_ns() - t0;
+	*heap = dpdk_heap_bytes() - h0;
+	return fib;
+}
+
+/* rte_fib6 (its trie: 24 bits, then 8-bit strides) with the IPv6 table. */
+static struct rte_fib6 *rtefib6_build(const struct addr_prefix *p, const uint8_t *gw, size_t n,
+				      struct load_fig *lf, size_t *heap)
+{
+	struct rte_fib6_conf cfg = {
+		.type = RTE_FIB6_TRIE,
+		.default_nh = 0,
+		.max_routes = 1 << 20,
+		.trie = { .nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = 1u << 18 },
+	};
+	size_t h0 = dpdk_heap_bytes();
+	struct rte_fib6 *fib;
+	uint64_t t0;
+
+	memset(lf, 0, sizeof(*lf));
+	t0 = now_ns();
+	fib = rte_fib6_create("bench_fib6", 0, &cfg);
+	if (!fib) {
+		printf("rte_fib6_create: %s\n", rte_strerror(rte_errno));
+		return NULL;
+	}
+	lf->create_ns = now_ns() - t0;
+	t0 = now_ns();
+	for (size_t i = 0; i < n; i++) {
+		int ret = rte_fib6_add(fib, p[i].a.v6.s6_addr, p[i].plen, gw[i] + 1u);
 
 		if (ret == 0)
 			lf->routes++;
@@ -1135,9 +1389,42 @@ static uint32_t lc_nh_id(const struct fib_route *r)
 	if (!r || !r->nh)
 		return 0;
 	ni = nh_info_rcu(r->nh);
-	if (ni->n < 1 || ni->path[0].gw_family != AF_INET)
+	if (ni->n < 1)
+		return 0;
+	if (ni->path[0].gw_family == AF_INET6)
+		return ni->path[0].gw.v6.s6_addr[15]; /* 2001:db8::1..8 */
+	if (ni->path[0].gw_family != AF_INET)
 		return 0;
 	return ntohl(ni->path[0].gw.v4.s_addr) - GW4_BASE + 1;
+}
+
+struct agree6_job {
+	const struct fib_table *tb;
+	struct rte_fib6 *fib6;
+	const struct in6_addr *addr;
+	size_t n, same;
+};
+
+static void *agree6_thread(void *arg)
+{
+	struct agree6_job *j = arg;
+	const struct fib_route *res[LOOKUP_CHUNK];
+	uint64_t nh[LOOKUP_CHUNK];
+
+	fib_reader_register();
+	for (size_t i = 0; i < j->n; i += LOOKUP_CHUNK) {
+		unsigned int m = (unsigned int)(chunk_end(i, j->n) - i);
+
+		rte_fib6_lookup_bulk(j->fib6, (uint8_t(*)[RTE_FIB6_IPV6_ADDR_SIZE])(j->addr + i),
+				     nh, (int)m);
+		fib_read_lock();
+		fib_lookup6_batch_rcu(j->tb, j->addr + i, res, m);
+		for (unsigned int k = 0; k < m; k++)
+			j->same += lc_nh_id(res[k]) == nh[k];
+		fib_read_unlock();
+	}
+	fib_reader_unregister();
+	return NULL;
 }
 
 struct agree_job {
@@ -1204,11 +1491,6 @@ static void print_agreement(struct bench *b, const struct fib_table *tb, const s
 	}
 }
 
-static double ratio(double a, double b)
-{
-	return b > 0 ? a / b : 0;
-}
-
 static void print_ratio(const char *what, const struct lk_fig *lc, const struct lk_fig *d)
 {
 	printf("%-44s", what);
@@ -1245,6 +1527,67 @@ static void print_dpdk_load(const char *what, const struct load_fig *lf, double 
 	       lf->routes ? (double)lf->ns / (double)lf->routes : 0, mib, mem_what);
 }
 
+/* IPv6: the table into a fresh lcfib FIB and into rte_fib6; lookups inside prefixes. */
+static void section_dpdk6(struct bench *b)
+{
+	struct fib *f = fib_new_or_die();
+	struct load_fig lf_lc, lf_fib6;
+	struct lk_fig lc[2] = { 0 }, f6b[2] = { 0 };
+	struct fib_state st[2];
+	struct agree6_job aj = { 0 };
+	const struct fib_table *tb;
+	struct rte_fib6 *fib6;
+	size_t heap = 0;
+	pthread_t th;
+
+	progress("dpdk: IPv6: lcfib and rte_fib6 with %zu prefixes", b->t.n6);
+	fib_get_state(f, &st[0]);
+	load_prefixes(f, b->t.v6, b->gw6, NULL, b->t.n6, &lf_lc);
+	print_load_errors("lcfib IPv6", &lf_lc);
+	fib_reclaim_barrier(f);
+	fib_get_state(f, &st[1]);
+	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, AF_INET6);
+	bench_addrs6(b);
+	fib6 = rtefib6_build(b->t.v6, b->gw6, b->t.n6, &lf_fib6, &heap);
+	print_load_errors("rte_fib6", &lf_fib6);
+	printf("load (IPv6 full table)     %9s %9s %10s %12s %10s %9s\n", "routes", "create s",
+	       "add s", "routes/s", "ns/route", "MiB");
+	print_dpdk_load("lcfib", &lf_lc, (double)(st[1].mem.live_bytes - st[0].mem.live_bytes) / MIB,
+			"accounted");
+	if (fib6)
+		print_dpdk_load("rte_fib6 (trie, 4 B nh)", &lf_fib6, (double)heap / MIB,
+				"DPDK heap");
+	printf("\n");
+	lc[0] = lk_run(pass_lc6_single, tb, b->a6_inside, b->n_addr6, b->passes);
+	lc[1] = lk_run(pass_lc6_batch, tb, b->a6_inside, b->n_addr6, b->passes);
+	if (fib6)
+		f6b[0] = f6b[1] = lk_run(pass_rtefib6_bulk, fib6, b->a6_inside, b->n_addr6,
+					 b->passes);
+	printf("lookups, IPv6, one thread, the same %zu addresses, the best of %u passes\n",
+	       b->n_addr6, b->passes);
+	print_lk_header();
+	print_lk_row("IPv6", "inside prefixes", "lcfib fib_lookup6_rcu", &lc[0]);
+	print_lk_row("IPv6", "inside prefixes", "lcfib fib_lookup6_batch_rcu", &lc[1]);
+	print_lk_row("IPv6", "inside prefixes", "rte_fib6_lookup_bulk", &f6b[0]);
+	printf("%-44s %16.2f\n", "ratio fib_lookup6_batch_rcu / rte_fib6_lookup_bulk",
+	       ratio(lc[1].mps, f6b[0].mps));
+	printf("%-44s %16.2f\n", "ratio fib_lookup6_rcu / rte_fib6_lookup_bulk",
+	       ratio(lc[0].mps, f6b[0].mps));
+	if (fib6) {
+		aj = (struct agree6_job){ .tb = tb, .fib6 = fib6, .addr = b->a6_inside };
+		aj.n = b->n_addr6 < AGREE_MAX ? b->n_addr6 : AGREE_MAX;
+		if (pthread_create(&th, NULL, agree6_thread, &aj) == 0) {
+			pthread_join(th, NULL);
+			printf("agreement, first %zu IPv6 inside prefixes addresses: same next hop "
+			       "as rte_fib6 %zu\n",
+			       aj.n, aj.same);
+		}
+		rte_fib6_free(fib6);
+	}
+	printf("\n");
+	fib_destroy(f);
+}
+
 static int section_dpdk(struct bench *b)
 {
 	struct lk_fig lpm1[ADDR_KINDS] = { 0 }, lpmb[ADDR_KINDS] = { 0 }, lpm4[ADDR_KINDS] = { 0 };
@@ -1269,7 +1612,7 @@ static int section_dpdk(struct bench *b)
 		print_load_errors("rte_lpm", &lf_lpm);
 	}
 	progress("dpdk: rte_fib_add of %zu prefixes", b->t.n4);
-	fib = rtefib_build(b->t.v4, b->gw4, b->t.n4, &lf_fib, &heap_fib);
+	fib = rtefib_build(b->t.v4, b->gw4, NULL, b->t.n4, &lf_fib, &heap_fib);
 	print_load_errors("rte_fib", &lf_fib);
 
 	printf("load (IPv4 full table)     %9s %9s %10s %12s %10s %9s\n", "routes", "create s",
@@ -1321,6 +1664,8 @@ static int section_dpdk(struct bench *b)
 	print_agreement(b, fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET), lpm, fib);
 	if (fib)
 		rte_fib_free(fib);
+	printf("\n");
+	section_dpdk6(b);
 	return 0;
 }
 
@@ -1355,6 +1700,7 @@ struct sweep_row {
 	unsigned int depth_max;
 	struct lk_fig lc[ADDR_KINDS][API_KINDS];
 	struct lk_fig lpm[ADDR_KINDS][API_KINDS];
+	struct lk_fig rtefib[ADDR_KINDS]; /* rte_fib_lookup_bulk */
 	double lpm_load_s;
 	bool lpm_reused;
 };
@@ -1414,6 +1760,16 @@ static void sweep_lpm(struct bench *b, struct sweep_row *row, const uint32_t *id
 	}
 	if (lpm != b->lpm_full)
 		rte_lpm_free(lpm);
+	{
+		struct rte_fib *fib = rtefib_build(b->t.v4, b->gw4, idx, row->prefixes, &lf, &heap);
+
+		if (!fib)
+			return;
+		for (int k = 0; k < ADDR_KINDS; k++)
+			row->rtefib[k] =
+				lk_run(pass_rtefib_bulk, fib, addr[k], b->n_sweep, b->passes);
+		rte_fib_free(fib);
+	}
 #else
 	(void)b;
 	(void)row;
@@ -1479,8 +1835,8 @@ static void print_sweep(const struct bench *b, const struct sweep_row *rows, uns
 	for (int a = 0; a < ADDR_KINDS; a++) {
 		printf("\nlookups, %s addresses (%zu, the best of %u passes), M lookups/s\n",
 		       addr_kind_name[a], b->n_sweep, b->passes);
-		printf("%3s %9s %10s %10s %10s %10s %11s %7s\n", "k", "prefixes", "lc single",
-		       "lc batch", "lpm single", "lpm bulk", "batch/bulk", "hits %");
+		printf("%3s %9s %10s %10s %10s %10s %11s %7s %10s\n", "k", "prefixes", "lc single",
+		       "lc batch", "lpm single", "lpm bulk", "batch/bulk", "hits %", "fib bulk");
 		for (unsigned int i = 0; i < n; i++) {
 			const struct sweep_row *r = &rows[i];
 			const struct lk_fig *l = r->lpm[a];
@@ -1492,7 +1848,11 @@ static void print_sweep(const struct bench *b, const struct sweep_row *rows, uns
 				       l[1].mps > 0 ? r->lc[a][1].mps / l[1].mps : 0);
 			else
 				printf(" %10s %10s %11s", "-", "-", "-");
-			printf(" %7.2f\n", r->lc[a][1].hit);
+			printf(" %7.2f", r->lc[a][1].hit);
+			if (r->rtefib[a].done)
+				printf(" %10.1f\n", r->rtefib[a].mps);
+			else
+				printf(" %10s\n", "-");
 		}
 	}
 }
@@ -1734,8 +2094,9 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_fib [--quick] [--section machine|full|dpdk|sweep|syncmem]\n"
+	fprintf(f, "usage: bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem]\n"
 		   "  --quick         smaller counts, for a CI smoke run\n"
+		   "  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
 		   "  --section NAME  run one section (default: all)\n"
 		   "environment: LCFIB_DATA (folder of the table), LCFIB_SEED\n");
 }
@@ -1812,14 +2173,16 @@ static void print_header(const struct bench *b)
 	char host[64] = "?";
 
 	gethostname(host, sizeof(host) - 1);
-	printf("bench_fib: liblcfib on %s, %ld CPUs online, seed %" PRIu64 "%s\n", host,
-	       sysconf(_SC_NPROCESSORS_ONLN), b->seed, b->quick ? ", --quick" : "");
+	printf("bench_fib: liblcfib on %s, %ld CPUs online, seed %" PRIu64 "%s%s\n", host,
+	       sysconf(_SC_NPROCESSORS_ONLN), b->seed, b->quick ? ", --quick" : "",
+	       cpu_time ? ", lookups timed by thread CPU time (--cpu-time)" : "");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "quick", no_argument, NULL, 'q' },
+		{ "cpu-time", no_argument, NULL, 'c' },
 		{ "section", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1829,10 +2192,13 @@ int main(int argc, char **argv)
 	struct bench b;
 	int c, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "qs:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qcs:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			quick = true;
+			break;
+		case 'c':
+			cpu_time = true;
 			break;
 		case 's':
 			only = optarg;

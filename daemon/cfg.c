@@ -368,7 +368,6 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/feeds/fpm/allowed-user", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/allowed-remote", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/hold-time", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
-	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/max-route-file-size", NULL, cfg_apply_max_file_size, NULL },
 	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
 	  NULL },

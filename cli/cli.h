@@ -9,7 +9,8 @@
  * told the user what went wrong (cli_error()). Three errnos pick the exit
  * status: -EINVAL is a usage error (2), -ENOTCONN means the daemon could
  * not be reached (3), CLI_ENOTRECORDED a load that applied but is not in
- * the config (4); anything else is 1 (CLI_EXIT_*). Code here must not
+ * the config (4), CLI_ENOTFOUND a lookup that found no route (5);
+ * anything else is 1 (CLI_EXIT_*). Code here must not
  * pass a library's -EINVAL up unless it means "the command line is wrong".
  */
 #ifndef LCFIB_CLI_H
@@ -29,6 +30,10 @@
 #define CLI_EXIT_USAGE        2
 #define CLI_EXIT_CONNECT      3
 #define CLI_EXIT_NOT_RECORDED 4
+#define CLI_EXIT_NOT_FOUND    5
+
+/* A lookup's answer was "no route": not an error, but not a route either. */
+#define CLI_ENOTFOUND (-EHOSTUNREACH) /* "no route to host"; a unix socket never returns it */
 
 /* A load's routes applied, but the daemon could not add it to its config. */
 #define CLI_ENOTRECORDED (-ENOLINK) /* an errno nothing else here returns */

@@ -72,6 +72,8 @@ int cli_exit_status(int ret)
 		return CLI_EXIT_CONNECT;
 	if (ret == CLI_ENOTRECORDED)
 		return CLI_EXIT_NOT_RECORDED;
+	if (ret == CLI_ENOTFOUND)
+		return CLI_EXIT_NOT_FOUND;
 	return CLI_EXIT_ERROR;
 }
 

@@ -73,6 +73,7 @@ g show-routes-table-200 show routes table 200
 g show-routes-within-a-prefix show routes 10.1.0.0/16
 g show-routes-of-an-empty-table show routes table 42
 g routes-over-the-limit-say-so routes table 200 family ipv4 limit 2
+g json-routes-over-the-limit-say-so --json routes table 200 family ipv4 limit 2
 g lookup-multipath lookup 10.1.2.3
 g lookup-longest-prefix-wins lookup 10.1.2.200
 g lookup-lowest-metric-wins lookup 10.1.9.9

@@ -79,20 +79,20 @@ int cli_exit_status(int ret)
 
 /* ---------------------------------------------------------------- errors */
 
+/* With --json an error is a JSON document too, on stderr: stdout holds only results. */
 static void cli_error_json(const char *msg, const char *path, const char *apptag)
 {
-	fputs("{\"errors\":[{\"message\":", stdout);
-	cli_json_string(stdout, msg);
+	fputs("{\"errors\":[{\"message\":", stderr);
+	cli_json_string(stderr, msg);
 	if (path) {
-		fputs(",\"path\":", stdout);
-		cli_json_string(stdout, path);
+		fputs(",\"path\":", stderr);
+		cli_json_string(stderr, path);
 	}
 	if (apptag) {
-		fputs(",\"app-tag\":", stdout);
-		cli_json_string(stdout, apptag);
+		fputs(",\"app-tag\":", stderr);
+		cli_json_string(stderr, apptag);
 	}
-	fputs("}]}\n", stdout);
-	fflush(stdout);
+	fputs("}]}\n", stderr);
 }
 
 static void cli_error_v(struct cli *cli, const char *path, const char *apptag, const char *fmt,
@@ -106,6 +106,7 @@ static void cli_error_v(struct cli *cli, const char *path, const char *apptag, c
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	cli_progress_clear(cli);
 	if (cli->json) {
+		fflush(stdout);
 		cli_error_json(msg, path, apptag);
 		return;
 	}

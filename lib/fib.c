@@ -774,13 +774,16 @@ static int fib_rcfg_check(const struct fib_rcfg *rc, bool add, struct errbuf *er
 	return p->a.family == AF_INET6 ? fib6_rcfg_check_paths(rc, err) : 0;
 }
 
-/* Prefixes the message in @err with the route it is about. */
-static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_t table)
+/* Prefixes the message in @err with the route it is about (a delete's metric 0 is any). */
+static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_t table, bool del)
 {
 	char p[ADDR_STRLEN];
 
 	addr_prefix_format(&rc->dst, p, sizeof(p));
-	err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
+	if (del && !rc->metric)
+		err_prefix(err, "%s table %u any metric", p, table);
+	else
+		err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
 }
 
 /*
@@ -877,7 +880,7 @@ out:
 	if (ret == -ENOMEM && !err_is_set(err))
 		err_set(err, "out of memory");
 	if (ret)
-		fib_err_where(err, rc, table);
+		fib_err_where(err, rc, table, false);
 	return ret;
 }
 
@@ -917,7 +920,7 @@ static int fib_route_del_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 	fib_release_removed(f, &ed);
 	return 0;
 out:
-	fib_err_where(err, rc, table);
+	fib_err_where(err, rc, table, true);
 	return ret;
 }
 

@@ -744,7 +744,7 @@ static void test_routefile_skip_bad_lines_applies_the_rest_and_reports_each(void
 	assert_string_equal(msg, "t.routes:4:11: 10.0.0.0/8 table 254 metric 0: route exists");
 	assert_int_equal(routefile_bad_line(rf, 3, &line, &col, &msg), 0);
 	assert_int_equal(line, 5);
-	assert_string_equal(msg, "t.routes:5:11: 10.9.0.0/16 table 254 metric 0: no such route");
+	assert_string_equal(msg, "t.routes:5:11: 10.9.0.0/16 table 254 any metric: no such route");
 	assert_int_equal(routefile_bad_line(rf, 4, &line, &col, &msg), -ENOENT);
 	/* One apply per file. */
 	assert_int_equal(routefile_apply(rf, f, NULL, NULL, &res, &err), -EALREADY);

@@ -173,6 +173,7 @@ g routes-rpc-after-route-prepend routes 10.8.0.0/16
 g route-delete-rpc route-delete 10.8.0.0/16
 g routes-rpc-after-route-delete routes 10.8.0.0/16
 g error-route-del-of-a-missing-route route del 10.8.0.0/16 via 192.0.2.77
+g json-error-route-del-of-a-missing-route --json route del 10.8.0.0/16 via 192.0.2.77
 
 t_case test_golden_daemon_exits_cleanly d_stop golden
 t_summary

@@ -52,6 +52,7 @@ struct cli {
 	bool shell;    /* in the shell: quit and exit are commands */
 	bool progress; /* draw a load's progress (a terminal, not --json/-q) */
 	bool progress_drawn;
+	bool mute;  /* completing: a failed request prints nothing */
 	char *part; /* the pieces of a reply so far (CTL_PART) */
 	size_t part_len;
 };
@@ -306,7 +307,8 @@ int cli_cmd_route(struct cli *cli, int argc, char **argv);
 
 /* The words after `route` that iproute2 accepts, for completion. */
 extern const char *const cli_route_ops[];
-extern const char *const cli_route_keywords[];
+extern const char *const cli_route_types[]; /* before the prefix */
+extern const char *const cli_route_attrs[]; /* after it */
 
 /* ------------------------------------------------------------ complete.c */
 

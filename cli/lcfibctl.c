@@ -103,6 +103,8 @@ static void cli_error_v(struct cli *cli, const char *path, const char *apptag, c
 {
 	char msg[1024];
 
+	if (cli->mute)
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	cli_progress_clear(cli);
 	if (cli->json) {

@@ -17,10 +17,15 @@ const char *const cli_route_ops[] = {
 	"add", "del", "delete", "replace", "append", "prepend", NULL,
 };
 
-const char *const cli_route_keywords[] = {
-	"via",       "dev",         "metric",   "table", "proto",     "scope",   "nexthop",
-	"weight",    "default",     "unicast",  "local", "broadcast", "anycast", "multicast",
-	"blackhole", "unreachable", "prohibit", "throw", NULL,
+/* What may come before the prefix: a type, or the prefix 'default'. */
+const char *const cli_route_types[] = {
+	"default",   "unicast",     "local",    "broadcast", "anycast", "multicast",
+	"blackhole", "unreachable", "prohibit", "throw",     NULL,
+};
+
+/* What may come after it. */
+const char *const cli_route_attrs[] = {
+	"via", "dev", "metric", "table", "proto", "scope", "nexthop", "weight", NULL,
 };
 
 /* The route-type enum of the module has the kernel's numbers (RTN_*). */

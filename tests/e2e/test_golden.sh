@@ -136,6 +136,8 @@ g complete-lookup-keywords __complete lookup 1.2.3.4 ""
 g complete-nexthop-keywords __complete route-add 10.0.0.0/8 nexthop ""
 g complete-show-trie-family __complete show trie main ""
 g complete-route-protocols __complete route add 10.0.0.0/8 proto ""
+g complete-route-add-types-before-the-prefix __complete route add ""
+g complete-route-add-attributes-after-the-prefix __complete route add blackhole 10.0.0.0/8 ""
 
 # Usage errors (exit 2) and values libyang refuses (exit 1), before anything is sent.
 g error-set-without-a-path set
@@ -162,6 +164,11 @@ g set-kernel-table-by-name set feeds kernel table main
 g show-config-feeds show config feeds
 g delete-kernel-table delete feeds kernel table 100
 g error-delete-a-missing-route-file delete route-files route-file /nonexistent
+: >"$T/golden-empty.routes"
+g set-a-route-file set route-files route-file "$T/golden-empty.routes"
+g complete-delete-route-file-offers-the-configured-ones __complete delete route-files route-file ""
+g delete-the-route-file delete route-files route-file "$T/golden-empty.routes"
+g complete-delete-route-file-with-none-configured __complete delete route-files route-file ""
 g error-fpm-address-not-an-address set feeds fpm address not-an-address
 g json-show-config-sync-mem --json show config sync-mem
 
@@ -174,6 +181,37 @@ g route-delete-rpc route-delete 10.8.0.0/16
 g routes-rpc-after-route-delete routes 10.8.0.0/16
 g error-route-del-of-a-missing-route route del 10.8.0.0/16 via 192.0.2.77
 g json-error-route-del-of-a-missing-route --json route del 10.8.0.0/16 via 192.0.2.77
+
+# The bash completion script (dist/) over `lcfibctl __complete`.
+# bash_complete LINE: COMPREPLY for LINE (completing its last word), one a line.
+bash_complete()
+{
+	local line=$1
+	# shellcheck disable=SC1091
+	LCFIB_SOCKET=$SOCK LCFIB_YANG_DIR=$YANG_DIR bash -c '
+		. "$1/dist/lcfibctl.bash-completion"
+		compopt() { :; }
+		COMP_LINE=$2
+		read -ra COMP_WORDS <<<"$2"
+		[[ $2 == *" " ]] && COMP_WORDS+=("")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_WORDS[0]=$3
+		_lcfibctl
+		printf "%s\n" "${COMPREPLY[@]}"' bash "$E2E_SRCDIR" "$line" "$LCFIBCTL"
+}
+
+test_golden_bash_completion()
+{
+	expect_eq "$(bash_complete "lcfibctl --qu")" --quiet "--quiet completed"
+	expect_eq "$(bash_complete "lcfibctl route add 10.0.0.0/8 bl")" "" \
+		"no route type after the prefix"
+	expect_eq "$(bash_complete "lcfibctl route add bl")" blackhole "a type before the prefix"
+	cli "$SOCK" set route-files route-file "$T/golden-empty.routes" || fail "set route-file"
+	expect_eq "$(cd "$T" && bash_complete "lcfibctl delete route-files route-file ")" \
+		"$T/golden-empty.routes" "the configured route file, not the directory's files"
+	cli "$SOCK" delete route-files route-file "$T/golden-empty.routes" || fail "delete"
+}
+t_case test_golden_bash_completion test_golden_bash_completion
 
 t_case test_golden_daemon_exits_cleanly d_stop golden
 t_summary

@@ -371,6 +371,35 @@ test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again()
 	converge k
 }
 
+# Counters are counter64s: an off feed shows its totals, not zeros, and
+# they go on from there when it is on again; what turning it off removed
+# counts in flushed, not in swept.
+test_feed_counters_survive_off_and_on_and_a_flush_is_not_a_sweep()
+{
+	local s msgs swept routes
+	k_loaded k
+	s=$(d_sock k)
+	converge k
+	msgs=$(kstate k messages)
+	swept=$(kstate k swept)
+	routes=$(kstate k routes)
+	[ "${msgs:-0}" -gt 0 ] && [ "${routes:-0}" -gt 0 ] || fail "no messages or routes counted"
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":false}}}}' >/dev/null ||
+		fail "cannot turn the feed off"
+	wait_routes "$s" 0
+	expect_eq "$(kstate k running)" false "running, off"
+	expect_eq "$(kstate k messages)" "$msgs" "messages of the off feed"
+	expect_eq "$(kstate k swept)" "$swept" "swept, after turning it off"
+	expect_eq "$(kstate k flushed)" "$routes" "flushed: the routes turning it off removed"
+	expect_eq "$(kstate k routes)" 0 "routes held by the off feed"
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":true}}}}' >/dev/null ||
+		fail "cannot turn the feed on"
+	converge k
+	[ "$(kstate k messages)" -ge "$msgs" ] || fail "messages went back: $(kstate k messages) < $msgs"
+	expect_eq "$(kstate k flushed)" "$routes" "flushed, on again"
+	[ "$(kstate k dumps)" -ge 2 ] || fail "dumps: $(kstate k dumps), expected the two dumps"
+}
+
 test_only_the_configured_tables_are_mirrored()
 {
 	local s
@@ -593,6 +622,7 @@ t_run test_routes_using_a_removed_address_vanish
 t_run test_lost_events_are_counted_and_a_resync_converges
 t_run test_a_route_deleted_while_the_dump_runs_does_not_come_back
 t_run test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again
+t_run test_feed_counters_survive_off_and_on_and_a_flush_is_not_a_sweep
 t_run test_only_the_configured_tables_are_mirrored
 t_run test_an_unprivileged_lcfibd_mirrors_read_only
 t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored

@@ -297,6 +297,11 @@ char *cli_format_usec(uint64_t v, char *buf, size_t size);
 /* Whole seconds as "45s", "3m 05s", "2h 03m 05s", "4d 02h 03m 05s". */
 char *cli_format_secs(uint64_t s, char *buf, size_t size);
 
+/* iproute2's name of protocol number @value (the number itself if none). */
+const char *cli_proto_name(const char *value);
+/* The number of protocol @name into @buf (@name itself if it is no name). */
+int cli_proto_number(const char *name, char *buf, size_t size);
+
 /* Prints one route (a node holding route-fields children) as `ip route` does. */
 void cli_print_route(FILE *f, const struct lyd_node *route);
 

@@ -32,8 +32,10 @@ const struct cli_cmd cli_cmds[] = {
 	{ "show", "state|config|trie|routes|memory|... [ARGS...]",
 	  "Shows operational state, the running configuration, the tries or routes.", cli_cmd_show,
 	  cli_complete_show },
-	{ "route", "add|del|replace|append|prepend|change ROUTE",
-	  "Adds or deletes a route, in the syntax of 'ip route'.", cli_cmd_route,
+	{ "route", "add|del|replace|append|prepend|change ROUTE | show [FILTERS] | get ADDRESS",
+	  "Adds or deletes a route, in the syntax of 'ip route'; 'route show' is 'routes' "
+	  "(proto, dev, type, table, PREFIX), 'route get' is 'lookup'.",
+	  cli_cmd_route,
 	  cli_complete_route },
 	{ "help", "[COMMAND [WORDS...]]", "Lists the commands, or a command's keywords.",
 	  cli_cmd_help, cli_complete_help },

@@ -431,6 +431,25 @@ static const char *cli_name_of(const struct cli_name *names, const char *value)
 	return value;
 }
 
+const char *cli_proto_name(const char *value)
+{
+	return cli_name_of(cli_protos, value);
+}
+
+int cli_proto_number(const char *name, char *buf, size_t size)
+{
+	const struct cli_name *n;
+
+	for (n = cli_protos; n->name; n++) {
+		if (!strcmp(n->name, name)) {
+			snprintf(buf, size, "%u", n->num);
+			return 0;
+		}
+	}
+	snprintf(buf, size, "%s", name); /* a number, or the RPC's error */
+	return 0;
+}
+
 static const char *cli_field(const struct lyd_node *parent, const char *name)
 {
 	const struct lyd_node *n;

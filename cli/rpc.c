@@ -252,12 +252,46 @@ static void cli_print_lookup(struct cli *cli, const struct lyd_node *rpc,
  * A cut listing says so on stdout, where a script or a pager reads it, as
  * its last line; --json has "truncated": true in the document.
  */
+/* The count of a list entry's child @name, or "0". */
+static const char *cli_child_or_0(const struct lyd_node *parent, const char *name)
+{
+	const char *v = cli_child_value(parent, name);
+
+	return v ? v : "0";
+}
+
+/* `routes summary`, as vtysh's `show ip route summary`: per protocol, then per prefix length. */
+static void cli_print_summary(const struct lyd_node *sum)
+{
+	const struct lyd_node *n;
+
+	printf("%-20s %s\n", "protocol", "routes");
+	for (n = lyd_child(sum); n; n = n->next)
+		if (n->schema && !strcmp(n->schema->name, "protocol"))
+			printf("%-20s %s\n", cli_proto_name(cli_child_value(n, "protocol")),
+			       cli_child_or_0(n, "routes"));
+	printf("%-20s %s\n\n%-20s %s\n", "total", cli_child_or_0(sum, "routes"), "prefix length",
+	       "routes");
+	for (n = lyd_child(sum); n; n = n->next) {
+		char len[32];
+
+		if (!n->schema || strcmp(n->schema->name, "prefix-length"))
+			continue;
+		snprintf(len, sizeof(len), "%s /%s", cli_child_value(n, "family"),
+			 cli_child_value(n, "length"));
+		printf("%-20s %s\n", len, cli_child_or_0(n, "routes"));
+	}
+}
+
 static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 			     const struct lyd_node *out)
 {
 	const struct lyd_node *n;
 
 	(void)cli;
+	for (n = lyd_child(out); n; n = n->next)
+		if (n->schema && !strcmp(n->schema->name, "summary"))
+			cli_print_summary(n);
 	for (n = lyd_child(out); n; n = n->next)
 		if (n->schema && !strcmp(n->schema->name, "route"))
 			cli_print_route(stdout, n);

@@ -73,6 +73,20 @@ g show-routes-table-200 show routes table 200
 g show-routes-within-a-prefix show routes 10.1.0.0/16
 g show-routes-of-an-empty-table show routes table 42
 g routes-over-the-limit-say-so routes table 200 family ipv4 limit 2
+g routes-of-a-protocol routes protocol 4
+g routes-through-a-device routes interface lo
+g routes-of-a-type routes type blackhole
+g routes-of-a-protocol-within-a-prefix routes 10.0.0.0/8 protocol 186
+g show-routes-summary show routes summary
+g show-routes-summary-of-table-100 show routes summary table 100
+g json-show-routes-summary-ipv6 --json show routes summary family ipv6
+g route-show-is-routes route show proto static
+g route-show-dev-and-type route show dev lo type unicast
+g route-show-within-a-prefix route show 10.1.0.0/16
+g route-list-table-100 route list table 100
+g route-get-is-lookup route get 10.1.2.3
+g route-get-fibmatch-in-table-100 route get fibmatch 203.0.113.130 table 100
+g route-get-miss route get 8.8.8.8
 g json-routes-over-the-limit-say-so --json routes table 200 family ipv4 limit 2
 g lookup-multipath lookup 10.1.2.3
 g lookup-longest-prefix-wins lookup 10.1.2.200

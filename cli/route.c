@@ -173,8 +173,9 @@ static int cli_route_alias(struct cli *cli, int argc, char **argv)
 			words[n++] = proto;
 		} else if (!strcmp(w, "dev")) {
 			words[n++] = (char *)"interface";
-		} else if (!strcmp(w, "root") || !strcmp(w, "match")) {
+		} else if ((!strcmp(w, "root") || !strcmp(w, "match")) && i + 1 < argc) {
 			words[n++] = (char *)"prefix";
+			words[n++] = argv[++i];
 		} else if (strchr(w, '/') || strchr(w, '.') || strchr(w, ':')) {
 			words[n++] = (char *)"prefix"; /* a bare prefix */
 			words[n++] = argv[i];

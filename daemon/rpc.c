@@ -113,6 +113,24 @@ static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct
 	}
 }
 
+/* A path's flags as the module's bits ("dead linkdown"); false when none. */
+static bool rpc_path_flags(const struct nh_path *p, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", p->flags & NH_F_DEAD ? "dead " : "",
+		 p->flags & NH_F_LINKDOWN ? "linkdown " : "", p->flags & NH_F_ONLINK ? "onlink " : "");
+	if (!buf[0])
+		return false;
+	buf[strlen(buf) - 1] = '\0';
+	return true;
+}
+
+/* A path's preferred source, of the route's family. */
+static const char *rpc_path_src(const struct rpc_route *r, const struct nh_path *p, char *buf,
+				size_t size)
+{
+	return inet_ntop(r->p.a.family, &p->prefsrc, buf, (socklen_t)size);
+}
+
 static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
 {
 	char buf[ADDR_STRLEN];
@@ -141,6 +159,10 @@ static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
 			ret |= rpc_term(nh, "interface", "%s", ifname_name(p->ifindex, name));
 		if (r->n_paths > 1)
 			ret |= rpc_term(nh, "weight", "%u", p->weight);
+		if (rpc_path_flags(p, buf, sizeof(buf)))
+			ret |= rpc_term(nh, "flags", "%s", buf);
+		if (p->flags & NH_F_SRC)
+			ret |= rpc_term(nh, "source", "%s", rpc_path_src(r, p, buf, sizeof(buf)));
 	}
 	return ret;
 }
@@ -437,6 +459,17 @@ static void rpc_route_json(struct rpc_walk *w, const struct rpc_route *r, uint64
 		}
 		if (r->n_paths > 1) {
 			snprintf(buf, sizeof(buf), "%s\"weight\":%u", sep, nh->weight);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+		if (rpc_path_flags(nh, p, sizeof(p))) {
+			snprintf(buf, sizeof(buf), "%s\"flags\":\"%s\"", sep, p);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+		if (nh->flags & NH_F_SRC) {
+			snprintf(buf, sizeof(buf), "%s\"source\":\"%s\"", sep,
+				 rpc_path_src(r, nh, p, sizeof(p)));
 			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
 			sep = ",";
 		}

@@ -1204,6 +1204,35 @@ const struct fib_route *fib_find_rcu(const struct fib *f, uint32_t table,
 	return trie6_find_rcu(tb->t6, addr_key6(&p->a), p->plen, n);
 }
 
+/* Whether every path of @r is dead: the kernel's lookup passes such a route by. */
+static bool fib_route_dead(const struct fib_route *r)
+{
+	return r->nh && r->nh->dead;
+}
+
+/*
+ * The rare case of fib_match_rcu(): the route the trie found (of length
+ * @plen) is dead. The next route of that prefix, or of a shorter one, that
+ * is not, as fib_table_lookup() goes on past a dead fib_info. The trie
+ * itself never reads a nexthop, so this looks each shorter prefix up.
+ */
+static const struct fib_route *fib_match_alive_rcu(const struct fib *f, uint32_t table,
+						   const struct addr *a, unsigned int plen)
+{
+	for (int len = (int)plen; len >= 0; len--) {
+		struct addr_prefix p = { .a = *a, .plen = (uint8_t)len };
+		const struct fib_route *r;
+		unsigned int n;
+
+		addr_mask(&p.a, (unsigned int)len);
+		r = fib_find_rcu(f, table, &p, &n);
+		for (unsigned int i = 0; r && i < n; i++)
+			if (!fib_route_dead(&r[i]))
+				return &r[i];
+	}
+	return NULL;
+}
+
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix)
 {
@@ -1217,6 +1246,8 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 		r = trie4_lookup_rcu(tb->t4, addr_key4(a));
 	else
 		r = trie6_lookup_rcu(tb->t6, addr_key6(a));
+	if (r && fib_route_dead(r))
+		r = fib_match_alive_rcu(f, table, a, r->plen);
 	if (r && prefix) {
 		prefix->a = *a;
 		prefix->plen = r->plen;

@@ -35,8 +35,7 @@ const struct cli_cmd cli_cmds[] = {
 	{ "route", "add|del|replace|append|prepend|change ROUTE | show [FILTERS] | get ADDRESS",
 	  "Adds or deletes a route, in the syntax of 'ip route'; 'route show' is 'routes' "
 	  "(proto, dev, type, table, PREFIX), 'route get' is 'lookup'.",
-	  cli_cmd_route,
-	  cli_complete_route },
+	  cli_cmd_route, cli_complete_route },
 	{ "help", "[COMMAND [WORDS...]]", "Lists the commands, or a command's keywords.",
 	  cli_cmd_help, cli_complete_help },
 	{ "?", "[COMMAND]", "Same as help.", cli_cmd_help, cli_complete_help },

@@ -117,7 +117,8 @@ static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct
 static bool rpc_path_flags(const struct nh_path *p, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s%s%s", p->flags & NH_F_DEAD ? "dead " : "",
-		 p->flags & NH_F_LINKDOWN ? "linkdown " : "", p->flags & NH_F_ONLINK ? "onlink " : "");
+		 p->flags & NH_F_LINKDOWN ? "linkdown " : "",
+		 p->flags & NH_F_ONLINK ? "onlink " : "");
 	if (!buf[0])
 		return false;
 	buf[strlen(buf) - 1] = '\0';
@@ -302,7 +303,7 @@ struct rpc_walk {
 	/* summary: counts instead of routes */
 	bool summary;
 	uint64_t sum_routes, sum_proto[256], sum_plen[2][129];
-	struct rpc_route *r;    /* this piece's routes */
+	struct rpc_route *r; /* this piece's routes */
 	size_t n_r, cap;
 	struct nh_path *paths; /* their paths, one after the other */
 	size_t n_paths, cap_paths;
@@ -527,7 +528,7 @@ static int rpc_routes_more(struct lcfibd *d, struct ctl_conn *c, uint32_t id, vo
 	uint64_t first = w->n + 1;
 	int end = rpc_walk_piece(d, w);
 
-	/* A summary sends nothing until it is done: each piece is a read-side section of its own. */
+	/* A summary sends nothing until done; each piece is a read-side section of its own. */
 	while (w->summary && !end)
 		end = rpc_walk_piece(d, w);
 	if (w->summary && end > 0) {

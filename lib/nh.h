@@ -85,7 +85,7 @@ struct nh {
 	 * and never changed (its info never is), so readers read it plainly.
 	 */
 	uint8_t dead;
-	struct nh *next_id;   /* writer only: hash chains */
+	struct nh *next_id; /* writer only: hash chains */
 	struct nh *next_val;
 };
 

@@ -206,8 +206,8 @@ enum { RF_WORD, RF_BLANK };
  * the word, so "dev eth#0" names the device "eth#0", not "eth".
  */
 static const uint8_t rf_cls[256] = {
-	[' '] = RF_BLANK,  ['\t'] = RF_BLANK, ['\r'] = RF_BLANK, ['\n'] = RF_BLANK,
-	['\v'] = RF_BLANK, ['\f'] = RF_BLANK,
+	[' '] = RF_BLANK,  ['\t'] = RF_BLANK, ['\r'] = RF_BLANK,
+	['\n'] = RF_BLANK, ['\v'] = RF_BLANK, ['\f'] = RF_BLANK,
 };
 
 /* The next word in @t; false (and an empty @t where the line ends) at the end. */

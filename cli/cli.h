@@ -9,7 +9,8 @@
  * told the user what went wrong (cli_error()). Three errnos pick the exit
  * status: -EINVAL is a usage error (2), -ENOTCONN means the daemon could
  * not be reached (3), CLI_ENOTRECORDED a load that applied but is not in
- * the config (4); anything else is 1 (CLI_EXIT_*). Code here must not
+ * the config (4), CLI_ENOTFOUND a lookup that found no route (5);
+ * anything else is 1 (CLI_EXIT_*). Code here must not
  * pass a library's -EINVAL up unless it means "the command line is wrong".
  */
 #ifndef LCFIB_CLI_H
@@ -29,6 +30,10 @@
 #define CLI_EXIT_USAGE        2
 #define CLI_EXIT_CONNECT      3
 #define CLI_EXIT_NOT_RECORDED 4
+#define CLI_EXIT_NOT_FOUND    5
+
+/* A lookup's answer was "no route": not an error, but not a route either. */
+#define CLI_ENOTFOUND (-EHOSTUNREACH) /* "no route to host"; a unix socket never returns it */
 
 /* A load's routes applied, but the daemon could not add it to its config. */
 #define CLI_ENOTRECORDED (-ENOLINK) /* an errno nothing else here returns */
@@ -47,6 +52,7 @@ struct cli {
 	bool shell;    /* in the shell: quit and exit are commands */
 	bool progress; /* draw a load's progress (a terminal, not --json/-q) */
 	bool progress_drawn;
+	bool mute;  /* completing: a failed request prints nothing */
 	char *part; /* the pieces of a reply so far (CTL_PART) */
 	size_t part_len;
 };
@@ -294,6 +300,11 @@ char *cli_format_usec(uint64_t v, char *buf, size_t size);
 /* Whole seconds as "45s", "3m 05s", "2h 03m 05s", "4d 02h 03m 05s". */
 char *cli_format_secs(uint64_t s, char *buf, size_t size);
 
+/* iproute2's name of protocol number @value (the number itself if none). */
+const char *cli_proto_name(const char *value);
+/* The number of protocol @name into @buf (@name itself if it is no name). */
+int cli_proto_number(const char *name, char *buf, size_t size);
+
 /* Prints one route (a node holding route-fields children) as `ip route` does. */
 void cli_print_route(FILE *f, const struct lyd_node *route);
 
@@ -304,7 +315,8 @@ int cli_cmd_route(struct cli *cli, int argc, char **argv);
 
 /* The words after `route` that iproute2 accepts, for completion. */
 extern const char *const cli_route_ops[];
-extern const char *const cli_route_keywords[];
+extern const char *const cli_route_types[]; /* before the prefix */
+extern const char *const cli_route_attrs[]; /* after it */
 
 /* ------------------------------------------------------------ complete.c */
 

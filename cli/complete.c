@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lib/ctl.h"
 
 void cli_cand(struct cli_cands *c, const char *word, const char *help)
 {
@@ -90,14 +91,45 @@ static bool cli_complete_walk(struct cli_walk *w, int argc, char **argv)
 	return true;
 }
 
-static void cli_complete_path(struct cli_cands *c, struct cli_walk *w, int argc, char **argv)
+/*
+ * The values key @key has in the running config's entries of the list at
+ * @xpath: what a delete can name. No daemon, no candidates (and no message
+ * in the middle of the line being typed).
+ */
+static void cli_cand_entries(struct cli *cli, struct cli_cands *c, const char *xpath,
+			     const struct lysc_node *key)
+{
+	struct lyd_node *tree = NULL, *k;
+	struct ly_set *set = NULL;
+	char *reply = NULL;
+	uint32_t i;
+
+	cli->mute = true;
+	if (!cli_request(cli, CTL_GET, CTL_GET_CONFIG, xpath, NULL, &reply) &&
+	    !lyd_parse_data_mem(cli->ctx, reply, LYD_JSON, LYD_PARSE_ONLY, 0, &tree) && tree &&
+	    !lyd_find_xpath(tree, xpath, &set)) {
+		for (i = 0; i < set->count; i++)
+			if (!lyd_find_sibling_val(lyd_child(set->dnodes[i]), key, NULL, 0, &k))
+				cli_cand(c, lyd_get_value(k), NULL);
+	}
+	cli->mute = false;
+	ly_set_free(set, NULL);
+	lyd_free_all(tree);
+	free(reply);
+}
+
+/* @existing: a delete, which names what the config has, not what could be set. */
+static void cli_complete_path(struct cli *cli, struct cli_cands *c, struct cli_walk *w, int argc,
+			      char **argv, bool existing)
 {
 	const struct lysc_node *pending;
 
 	if (!cli_complete_walk(w, argc, argv))
 		return;
 	pending = cli_walk_pending_value(w);
-	if (pending && (w->want_value || w->node->nodetype == LYS_LIST))
+	if (pending && existing && w->node->nodetype == LYS_LIST)
+		cli_cand_entries(cli, c, w->xpath, pending);
+	else if (pending && (w->want_value || w->node->nodetype == LYS_LIST))
 		cli_cand_values(c, pending);
 	else if (w->node->nodetype & (LYS_CONTAINER | LYS_LIST))
 		cli_cand_children(c, w->node, w->filter);
@@ -108,7 +140,7 @@ void cli_complete_set(struct cli *cli, int argc, char **argv, struct cli_cands *
 	struct cli_walk w;
 
 	cli_walk_init(&w, cli_schema_root(cli), "/lcfib:lcfib", CLI_F_CONFIG, true);
-	cli_complete_path(c, &w, argc - 1, argv + 1);
+	cli_complete_path(cli, c, &w, argc - 1, argv + 1, false);
 }
 
 void cli_complete_delete(struct cli *cli, int argc, char **argv, struct cli_cands *c)
@@ -116,7 +148,7 @@ void cli_complete_delete(struct cli *cli, int argc, char **argv, struct cli_cand
 	struct cli_walk w;
 
 	cli_walk_init(&w, cli_schema_root(cli), "/lcfib:lcfib", CLI_F_CONFIG, false);
-	cli_complete_path(c, &w, argc - 1, argv + 1);
+	cli_complete_path(cli, c, &w, argc - 1, argv + 1, true);
 }
 
 /* ------------------------------------------------------------------ show */
@@ -146,13 +178,13 @@ void cli_complete_show(struct cli *cli, int argc, char **argv, struct cli_cands 
 		cli_complete_trie(cli, argc, c);
 	} else if (!strcmp(argv[1], "config")) {
 		cli_walk_init(&w, cli_schema_root(cli), "/lcfib:lcfib", CLI_F_CONFIG, false);
-		cli_complete_path(c, &w, argc - 2, argv + 2);
+		cli_complete_path(cli, c, &w, argc - 2, argv + 2, false);
 	} else {
 		/* `show state X` and `show X` walk the same tree */
 		bool st = !strcmp(argv[1], "state");
 
 		cli_walk_init(&w, state, "/lcfib:lcfib/state", CLI_F_ANY, false);
-		cli_complete_path(c, &w, argc - (st ? 2 : 1), argv + (st ? 2 : 1));
+		cli_complete_path(cli, c, &w, argc - (st ? 2 : 1), argv + (st ? 2 : 1), false);
 	}
 }
 
@@ -167,6 +199,26 @@ static void cli_cand_ifnames(struct cli_cands *c)
 	for (i = ifs; i->if_index; i++)
 		cli_cand(c, i->if_name, NULL);
 	if_freenameindex(ifs);
+}
+
+static bool cli_word_in(const char *w, const char *const *words)
+{
+	for (; *words; words++)
+		if (!strcmp(w, *words))
+			return true;
+	return false;
+}
+
+/* Whether the words after `route OP` hold the prefix: 'default', or neither a type nor 'to'. */
+static bool cli_route_has_prefix(int argc, char **argv)
+{
+	int i;
+
+	for (i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "default") ||
+		    (strcmp(argv[i], "to") && !cli_word_in(argv[i], cli_route_types)))
+			return true;
+	return false;
 }
 
 void cli_complete_route(struct cli *cli, int argc, char **argv, struct cli_cands *c)
@@ -188,8 +240,13 @@ void cli_complete_route(struct cli *cli, int argc, char **argv, struct cli_cands
 		cli_cand_list(c, tables);
 	else if (!strcmp(prev, "dev"))
 		cli_cand_ifnames(c);
-	else if (strcmp(prev, "via") && strcmp(prev, "metric") && strcmp(prev, "weight"))
-		cli_cand_list(c, cli_route_keywords);
+	else if (!strcmp(prev, "via") || !strcmp(prev, "metric") || !strcmp(prev, "weight"))
+		return;
+	/* types come before the prefix (ip-route(8)'s TYPE PREFIX), attributes after */
+	else if (cli_route_has_prefix(argc, argv))
+		cli_cand_list(c, cli_route_attrs);
+	else
+		cli_cand_list(c, cli_route_types);
 }
 
 /* ------------------------------------------------------------------ help */

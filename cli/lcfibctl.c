@@ -32,9 +32,10 @@ const struct cli_cmd cli_cmds[] = {
 	{ "show", "state|config|trie|routes|memory|... [ARGS...]",
 	  "Shows operational state, the running configuration, the tries or routes.", cli_cmd_show,
 	  cli_complete_show },
-	{ "route", "add|del|replace|append|prepend|change ROUTE",
-	  "Adds or deletes a route, in the syntax of 'ip route'.", cli_cmd_route,
-	  cli_complete_route },
+	{ "route", "add|del|replace|append|prepend|change ROUTE | show [FILTERS] | get ADDRESS",
+	  "Adds or deletes a route, in the syntax of 'ip route'; 'route show' is 'routes' "
+	  "(proto, dev, type, table, PREFIX), 'route get' is 'lookup'.",
+	  cli_cmd_route, cli_complete_route },
 	{ "help", "[COMMAND [WORDS...]]", "Lists the commands, or a command's keywords.",
 	  cli_cmd_help, cli_complete_help },
 	{ "?", "[COMMAND]", "Same as help.", cli_cmd_help, cli_complete_help },
@@ -72,25 +73,27 @@ int cli_exit_status(int ret)
 		return CLI_EXIT_CONNECT;
 	if (ret == CLI_ENOTRECORDED)
 		return CLI_EXIT_NOT_RECORDED;
+	if (ret == CLI_ENOTFOUND)
+		return CLI_EXIT_NOT_FOUND;
 	return CLI_EXIT_ERROR;
 }
 
 /* ---------------------------------------------------------------- errors */
 
+/* With --json an error is a JSON document too, on stderr: stdout holds only results. */
 static void cli_error_json(const char *msg, const char *path, const char *apptag)
 {
-	fputs("{\"errors\":[{\"message\":", stdout);
-	cli_json_string(stdout, msg);
+	fputs("{\"errors\":[{\"message\":", stderr);
+	cli_json_string(stderr, msg);
 	if (path) {
-		fputs(",\"path\":", stdout);
-		cli_json_string(stdout, path);
+		fputs(",\"path\":", stderr);
+		cli_json_string(stderr, path);
 	}
 	if (apptag) {
-		fputs(",\"app-tag\":", stdout);
-		cli_json_string(stdout, apptag);
+		fputs(",\"app-tag\":", stderr);
+		cli_json_string(stderr, apptag);
 	}
-	fputs("}]}\n", stdout);
-	fflush(stdout);
+	fputs("}]}\n", stderr);
 }
 
 static void cli_error_v(struct cli *cli, const char *path, const char *apptag, const char *fmt,
@@ -101,9 +104,12 @@ static void cli_error_v(struct cli *cli, const char *path, const char *apptag, c
 {
 	char msg[1024];
 
+	if (cli->mute)
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	cli_progress_clear(cli);
 	if (cli->json) {
+		fflush(stdout);
 		cli_error_json(msg, path, apptag);
 		return;
 	}

@@ -431,6 +431,25 @@ static const char *cli_name_of(const struct cli_name *names, const char *value)
 	return value;
 }
 
+const char *cli_proto_name(const char *value)
+{
+	return cli_name_of(cli_protos, value);
+}
+
+int cli_proto_number(const char *name, char *buf, size_t size)
+{
+	const struct cli_name *n;
+
+	for (n = cli_protos; n->name; n++) {
+		if (!strcmp(n->name, name)) {
+			snprintf(buf, size, "%u", n->num);
+			return 0;
+		}
+	}
+	snprintf(buf, size, "%s", name); /* a number, or the RPC's error */
+	return 0;
+}
+
 static const char *cli_field(const struct lyd_node *parent, const char *name)
 {
 	const struct lyd_node *n;
@@ -441,17 +460,27 @@ static const char *cli_field(const struct lyd_node *parent, const char *name)
 	return NULL;
 }
 
-static void cli_print_path(FILE *f, const struct lyd_node *nh, bool multipath)
+/* An IPv6 gateway of an IPv4 route (RFC 5549) is "via inet6 ADDR", as ip route writes it. */
+static void cli_print_path(FILE *f, const struct lyd_node *nh, bool multipath, bool v4)
 {
 	const char *gw = cli_field(nh, "gateway"), *dev = cli_field(nh, "interface");
 	const char *weight = cli_field(nh, "weight");
 
 	if (gw)
-		fprintf(f, " via %s", gw);
+		fprintf(f, " via %s%s", v4 && strchr(gw, ':') ? "inet6 " : "", gw);
 	if (dev)
 		fprintf(f, " dev %s", dev);
 	if (multipath && weight)
 		fprintf(f, " weight %s", weight);
+}
+
+/* A path's flags, last on its line as ip route prints them ("dead linkdown"). */
+static void cli_print_flags(FILE *f, const struct lyd_node *nh)
+{
+	const char *flags = cli_field(nh, "flags");
+
+	if (flags && *flags)
+		fprintf(f, " %s", flags);
 }
 
 static int cli_count_paths(const struct lyd_node *route)
@@ -470,8 +499,15 @@ void cli_print_route(FILE *f, const struct lyd_node *route)
 	const char *proto = cli_field(route, "protocol"), *scope = cli_field(route, "scope");
 	const char *metric = cli_field(route, "metric"), *nhid = cli_field(route, "nexthop-id");
 	const char *prefix = cli_field(route, "prefix");
-	const struct lyd_node *n;
+	const struct lyd_node *n, *one = NULL;
 	int paths = cli_count_paths(route);
+	bool v4 = prefix && !strchr(prefix, ':');
+	const char *src = NULL;
+
+	/* the route's preferred source, which each path carries */
+	for (n = lyd_child(route); n && !src; n = n->next)
+		if (n->schema && !strcmp(n->schema->name, "nexthop"))
+			src = cli_field(n, "source");
 
 	if (type && strcmp(type, "unicast"))
 		fprintf(f, "%s ", type);
@@ -483,20 +519,25 @@ void cli_print_route(FILE *f, const struct lyd_node *route)
 		fprintf(f, " nhid %s", nhid);
 	for (n = lyd_child(route); n; n = n->next)
 		if (paths == 1 && n->schema && !strcmp(n->schema->name, "nexthop"))
-			cli_print_path(f, n, false);
+			cli_print_path(f, one = n, false, v4);
 	if (table && strcmp(table, "254"))
 		fprintf(f, " table %s", cli_name_of(cli_tables, table));
 	if (proto && strcmp(proto, "0"))
 		fprintf(f, " proto %s", cli_name_of(cli_protos, proto));
 	if (scope && strcmp(scope, "0"))
 		fprintf(f, " scope %s", cli_name_of(cli_scopes, scope));
+	if (src)
+		fprintf(f, " src %s", src);
 	if (metric && strcmp(metric, "0"))
 		fprintf(f, " metric %s", metric);
+	if (one)
+		cli_print_flags(f, one);
 	fputc('\n', f);
 	for (n = lyd_child(route); n; n = n->next) {
 		if (paths > 1 && n->schema && !strcmp(n->schema->name, "nexthop")) {
 			fputs("\tnexthop", f);
-			cli_print_path(f, n, true);
+			cli_print_path(f, n, true, v4);
+			cli_print_flags(f, n);
 			fputc('\n', f);
 		}
 	}

@@ -14,13 +14,18 @@
 #include "lib/routefile.h"
 
 const char *const cli_route_ops[] = {
-	"add", "del", "delete", "replace", "append", "prepend", NULL,
+	"add", "del", "delete", "replace", "append", "prepend", "show", "list", "get", NULL,
 };
 
-const char *const cli_route_keywords[] = {
-	"via",       "dev",         "metric",   "table", "proto",     "scope",   "nexthop",
-	"weight",    "default",     "unicast",  "local", "broadcast", "anycast", "multicast",
-	"blackhole", "unreachable", "prohibit", "throw", NULL,
+/* What may come before the prefix: a type, or the prefix 'default'. */
+const char *const cli_route_types[] = {
+	"default",   "unicast",     "local",    "broadcast", "anycast", "multicast",
+	"blackhole", "unreachable", "prohibit", "throw",     NULL,
+};
+
+/* What may come after it. */
+const char *const cli_route_attrs[] = {
+	"via", "dev", "metric", "table", "proto", "scope", "nexthop", "weight", NULL,
 };
 
 /* The route-type enum of the module has the kernel's numbers (RTN_*). */
@@ -141,6 +146,47 @@ static int cli_route_line(struct cli *cli, int argc, char **argv, char *line, si
 	return 0;
 }
 
+/*
+ * `route show|list [PREFIX] [table T] [proto P] [dev D] [type T] ...` is
+ * `routes` (ip-route(8)'s words: proto NAME and dev for the RPC's protocol
+ * and interface, root for the prefix); `route get ADDRESS [table T]` is
+ * `lookup` (fibmatch and to are what a lookup does anyway).
+ */
+static int cli_route_alias(struct cli *cli, int argc, char **argv)
+{
+	bool get = !strcmp(argv[1], "get");
+	char *words[128], proto[16];
+	int i, n = 0;
+
+	if (argc + 1 > (int)(sizeof(words) / sizeof(words[0])))
+		return cli_usage(cli, "route %s: too many words", argv[1]);
+	words[n++] = (char *)(get ? "lookup" : "routes");
+	for (i = 2; i < argc; i++) {
+		const char *w = argv[i];
+
+		if (get) {
+			if (strcmp(w, "fibmatch") && strcmp(w, "to"))
+				words[n++] = argv[i];
+		} else if (!strcmp(w, "proto") && i + 1 < argc) {
+			cli_proto_number(argv[++i], proto, sizeof(proto));
+			words[n++] = (char *)"protocol";
+			words[n++] = proto;
+		} else if (!strcmp(w, "dev")) {
+			words[n++] = (char *)"interface";
+		} else if ((!strcmp(w, "root") || !strcmp(w, "match")) && i + 1 < argc) {
+			words[n++] = (char *)"prefix";
+			words[n++] = argv[++i];
+		} else if (strchr(w, '/') || strchr(w, '.') || strchr(w, ':')) {
+			words[n++] = (char *)"prefix"; /* a bare prefix */
+			words[n++] = argv[i];
+		} else {
+			words[n++] = argv[i];
+		}
+	}
+	words[n] = NULL;
+	return cli_cmd_rpc(cli, n, words);
+}
+
 int cli_cmd_route(struct cli *cli, int argc, char **argv)
 {
 	static struct routefile_route r; /* 64 paths: too big for a shell's stack frame */
@@ -152,6 +198,8 @@ int cli_cmd_route(struct cli *cli, int argc, char **argv)
 	if (argc < 2)
 		return cli_usage(cli,
 				 "route add|del|replace|append|prepend ROUTE (try 'help route')");
+	if (!strcmp(argv[1], "show") || !strcmp(argv[1], "list") || !strcmp(argv[1], "get"))
+		return cli_route_alias(cli, argc, argv);
 	ret = cli_route_line(cli, argc, argv, line, sizeof(line));
 	if (ret)
 		return ret;

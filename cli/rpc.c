@@ -231,34 +231,76 @@ static const char *cli_child_value(const struct lyd_node *parent, const char *na
 	return NULL;
 }
 
+static bool cli_child_true(const struct lyd_node *parent, const char *name)
+{
+	const char *v = cli_child_value(parent, name);
+
+	return v && !strcmp(v, "true");
+}
+
 static void cli_print_lookup(struct cli *cli, const struct lyd_node *rpc,
 			     const struct lyd_node *out)
 {
-	const char *found = cli_child_value(out, "found");
-
 	(void)cli;
-	if (found && !strcmp(found, "true"))
+	if (cli_child_true(out, "found"))
 		cli_print_route(stdout, out);
 	else
 		printf("no route to %s\n", cli_child_value(rpc, "address"));
+}
+
+/*
+ * A cut listing says so on stdout, where a script or a pager reads it, as
+ * its last line; --json has "truncated": true in the document.
+ */
+/* The count of a list entry's child @name, or "0". */
+static const char *cli_child_or_0(const struct lyd_node *parent, const char *name)
+{
+	const char *v = cli_child_value(parent, name);
+
+	return v ? v : "0";
+}
+
+/* `routes summary`, as vtysh's `show ip route summary`: per protocol, then per prefix length. */
+static void cli_print_summary(const struct lyd_node *sum)
+{
+	const struct lyd_node *n;
+
+	printf("%-20s %s\n", "protocol", "routes");
+	for (n = lyd_child(sum); n; n = n->next)
+		if (n->schema && !strcmp(n->schema->name, "protocol"))
+			printf("%-20s %s\n", cli_proto_name(cli_child_value(n, "protocol")),
+			       cli_child_or_0(n, "routes"));
+	printf("%-20s %s\n\n%-20s %s\n", "total", cli_child_or_0(sum, "routes"), "prefix length",
+	       "routes");
+	for (n = lyd_child(sum); n; n = n->next) {
+		char len[32];
+
+		if (!n->schema || strcmp(n->schema->name, "prefix-length"))
+			continue;
+		snprintf(len, sizeof(len), "%s /%s", cli_child_value(n, "family"),
+			 cli_child_value(n, "length"));
+		printf("%-20s %s\n", len, cli_child_or_0(n, "routes"));
+	}
 }
 
 static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 			     const struct lyd_node *out)
 {
 	const struct lyd_node *n;
-	const char *truncated = cli_child_value(out, "truncated");
 
+	(void)cli;
+	for (n = lyd_child(out); n; n = n->next)
+		if (n->schema && !strcmp(n->schema->name, "summary"))
+			cli_print_summary(n);
 	for (n = lyd_child(out); n; n = n->next)
 		if (n->schema && !strcmp(n->schema->name, "route"))
 			cli_print_route(stdout, n);
-	if (truncated && !strcmp(truncated, "true") && !cli->quiet) {
+	if (cli_child_true(out, "truncated")) {
 		const char *limit = cli_child_value(rpc, "limit");
 
-		fflush(stdout);
-		fprintf(stderr,
-			"%s: more routes match than the limit of %s (raise it with 'limit N')\n",
-			CLI_NAME, limit ? limit : "1000");
+		printf("# truncated: more routes match than the limit of %s (raise it with "
+		       "'limit N')\n",
+		       limit ? limit : "1000");
 	}
 }
 
@@ -330,6 +372,9 @@ int cli_rpc_output(struct cli *cli, const struct lyd_node *rpc, const char *repl
 				  cli_child_value(op, "not-recorded"));
 		ret = CLI_ENOTRECORDED;
 	}
+	/* `ip route get` exits non-zero without a route; so does a lookup (5) */
+	if (!ret && op && !strcmp(rpc->schema->name, "lookup") && !cli_child_true(op, "found"))
+		ret = CLI_ENOTFOUND;
 	lyd_free_all(tree);
 	return ret;
 }

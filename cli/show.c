@@ -142,7 +142,9 @@ static const struct cli_show_sub cli_show_subs[] = {
 	{ "config", "The running configuration, or the part named ([NODE...]).", cli_show_config },
 	{ "trie", "Each table's LC-trie, like /proc/net/fib_triestat ([TABLE [FAMILY]]).",
 	  cli_show_trie },
-	{ "routes", "Routes, as 'ip route' lists them ([PREFIX] [table T] [limit N] [family F]).",
+	{ "routes",
+	  "Routes, as 'ip route' lists them ([PREFIX] [table T] [limit N] [family F] "
+	  "[protocol P] [interface D] [type T] [summary]).",
 	  cli_show_routes },
 	{ NULL, NULL, NULL },
 };

@@ -101,7 +101,7 @@ struct feed {
 	uint64_t waited_routes, waited_groups; /* that waited in this sync, for its end's log */
 	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
-	uint64_t dumps, resyncs, enobufs, swept, connects, refused;
+	uint64_t dumps, resyncs, enobufs, swept, flushed, connects, refused;
 	uint64_t wait_objects, wait_routes;
 	pthread_mutex_t lock; /* last_error */
 	char last_error[256];
@@ -1238,7 +1238,10 @@ static uint64_t feed_key_delete(struct feed *f, const struct feed_key *k)
 	return n;
 }
 
-/* Removes what generation @keep did not announce (all of it when @keep is 0). */
+/*
+ * Removes what generation @keep did not announce (all of it when @keep is 0:
+ * the feed was turned off, and that counts in flushed, not swept).
+ */
 static void feed_sweep(struct feed *f, uint32_t keep)
 {
 	uint64_t routes = 0, objects = 0;
@@ -1267,11 +1270,12 @@ static void feed_sweep(struct feed *f, uint32_t keep)
 	}
 	feed_dec(&f->routes, routes > f->routes ? f->routes : routes);
 	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
-	feed_inc(&f->swept, routes + objects);
+	feed_inc(keep ? &f->swept : &f->flushed, routes + objects);
 	if (routes + objects)
-		log_notice(
-			"%s feed: swept %llu routes and %llu nexthop objects not announced again",
-			f->name, (unsigned long long)routes, (unsigned long long)objects);
+		log_notice("%s feed: %s %llu routes and %llu nexthop objects%s", f->name,
+			   keep ? "swept" : "flushed", (unsigned long long)routes,
+			   (unsigned long long)objects,
+			   keep ? " not announced again" : ": the feed is off");
 }
 
 /*
@@ -1479,6 +1483,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->resyncs = FEED_LOAD(resyncs);
 	st->enobufs = FEED_LOAD(enobufs);
 	st->swept = FEED_LOAD(swept);
+	st->flushed = FEED_LOAD(flushed);
 	st->connects = FEED_LOAD(connects);
 	st->refused = FEED_LOAD(refused);
 	st->wait_objects = FEED_LOAD(wait_objects);

@@ -32,6 +32,7 @@ struct feed_stats {
 	uint64_t resyncs;       /* dumps started because events were lost or links changed */
 	uint64_t enobufs;       /* ENOBUFS seen: events lost */
 	uint64_t swept;         /* routes and objects removed by sweeps */
+	uint64_t flushed;       /* routes and objects removed by turning the feed off */
 	uint64_t connects;      /* FPM: connections accepted */
 	uint64_t refused;       /* FPM: second peers refused */
 	char last_error[256];
@@ -93,7 +94,7 @@ void feed_count(struct feed *f, enum feed_counter c);
 /* Any thread: the last error, for the state (and the log, by the caller). */
 void feed_set_error(struct feed *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Any thread. */
+/* Any thread. The counters only grow, across turning the feed off and on. */
 void feed_get_stats(const struct feed *f, struct feed_stats *st);
 
 #endif

@@ -1139,9 +1139,12 @@ bool feed_fpm_stats(struct lcfibd *d, struct feed_stats *st, struct feed_fpm_inf
 {
 	struct feed_fpm *p = d->fpm;
 
-	if (!p || !p->cfg.enabled)
+	if (!p)
 		return false;
+	/* an off feed keeps its totals (counter64: they never go back to 0) */
 	feed_get_stats(p->feed, st);
+	if (!p->cfg.enabled)
+		return false;
 	snprintf(info->peer, sizeof(info->peer), "%s", p->peer);
 	info->since = p->since;
 	snprintf(info->listening, sizeof(info->listening), "%s",

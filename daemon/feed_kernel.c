@@ -1029,8 +1029,8 @@ bool feed_kernel_stats(struct lcfibd *d, struct feed_stats *st)
 {
 	const struct feed_kernel *k = d->kernel;
 
-	if (!k || k->state != FEED_KERNEL_RUNNING || !k->feed)
-		return false;
-	feed_get_stats(k->feed, st);
-	return true;
+	/* an off feed keeps its totals (counter64: they never go back to 0) */
+	if (k && k->feed)
+		feed_get_stats(k->feed, st);
+	return k && k->state == FEED_KERNEL_RUNNING && k->feed;
 }

@@ -113,6 +113,25 @@ static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct
 	}
 }
 
+/* A path's flags as the module's bits ("dead linkdown"); false when none. */
+static bool rpc_path_flags(const struct nh_path *p, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", p->flags & NH_F_DEAD ? "dead " : "",
+		 p->flags & NH_F_LINKDOWN ? "linkdown " : "",
+		 p->flags & NH_F_ONLINK ? "onlink " : "");
+	if (!buf[0])
+		return false;
+	buf[strlen(buf) - 1] = '\0';
+	return true;
+}
+
+/* A path's preferred source, of the route's family. */
+static const char *rpc_path_src(const struct rpc_route *r, const struct nh_path *p, char *buf,
+				size_t size)
+{
+	return inet_ntop(r->p.a.family, &p->prefsrc, buf, (socklen_t)size);
+}
+
 static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
 {
 	char buf[ADDR_STRLEN];
@@ -141,6 +160,10 @@ static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
 			ret |= rpc_term(nh, "interface", "%s", ifname_name(p->ifindex, name));
 		if (r->n_paths > 1)
 			ret |= rpc_term(nh, "weight", "%u", p->weight);
+		if (rpc_path_flags(p, buf, sizeof(buf)))
+			ret |= rpc_term(nh, "flags", "%s", buf);
+		if (p->flags & NH_F_SRC)
+			ret |= rpc_term(nh, "source", "%s", rpc_path_src(r, p, buf, sizeof(buf)));
 	}
 	return ret;
 }
@@ -272,7 +295,15 @@ struct rpc_walk {
 	struct fib_walk_pos pos;
 	uint64_t limit, n;
 	bool truncated, opened; /* opened: a piece went out */
-	struct rpc_route *r;    /* this piece's routes */
+	/* filters: protocol (-1: any), a path through ifindex (0: any), type (0: any) */
+	int proto;
+	uint32_t ifindex;
+	uint8_t type;
+	unsigned int visited; /* routes this piece looked at, matching or not */
+	/* summary: counts instead of routes */
+	bool summary;
+	uint64_t sum_routes, sum_proto[256], sum_plen[2][129];
+	struct rpc_route *r; /* this piece's routes */
 	size_t n_r, cap;
 	struct nh_path *paths; /* their paths, one after the other */
 	size_t n_paths, cap_paths;
@@ -301,17 +332,27 @@ static bool rpc_past(const struct addr_prefix *p, const struct addr_prefix *w)
 	return memcmp(&a.b, &w->a.b, addr_bits(a.family) / 8) > 0;
 }
 
+/* Whether the route copied to @r passes the listing's filters. */
+static bool rpc_walk_match(const struct rpc_walk *w, const struct rpc_route *r)
+{
+	bool dev = !w->ifindex;
+
+	if ((w->proto >= 0 && r->proto != w->proto) || (w->type && r->type != w->type))
+		return false;
+	for (unsigned int i = 0; !dev && i < r->n_paths; i++)
+		dev = r->path[i].ifindex == w->ifindex;
+	return dev;
+}
+
 /* 1 stops the listing: past the prefix, or at the limit. */
 static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *fr)
 {
 	struct rpc_walk *w = ctx;
+	struct rpc_route *o;
 
+	w->visited++;
 	if (w->filter && !rpc_within(p, &w->within))
 		return rpc_past(p, &w->within) ? 1 : 0; /* nothing within comes later */
-	if (w->n == w->limit) {
-		w->truncated = true;
-		return 1;
-	}
 	if (w->n_r == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 256;
 		struct rpc_route *r = realloc(w->r, cap * sizeof(*r));
@@ -330,9 +371,24 @@ static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_
 		w->paths = paths;
 		w->cap_paths = cap;
 	}
-	rpc_route_copy_rcu(&w->r[w->n_r], w->table, p, fr, w->paths + w->n_paths);
-	w->r[w->n_r].path_off = w->n_paths;
-	w->n_paths += w->r[w->n_r++].n_paths;
+	/* copied first, committed only if it matches (and fits under the limit) */
+	o = &w->r[w->n_r];
+	rpc_route_copy_rcu(o, w->table, p, fr, w->paths + w->n_paths);
+	if (!rpc_walk_match(w, o))
+		return 0;
+	if (w->summary) {
+		w->sum_routes++;
+		w->sum_proto[o->proto]++;
+		w->sum_plen[p->a.family == AF_INET6][p->plen]++;
+		return 0;
+	}
+	if (w->n == w->limit) {
+		w->truncated = true;
+		return 1;
+	}
+	o->path_off = w->n_paths;
+	w->n_paths += o->n_paths;
+	w->n_r++;
 	w->n++;
 	return 0;
 }
@@ -352,14 +408,15 @@ static int rpc_walk_piece(struct lcfibd *d, struct rpc_walk *w)
 	int ret = 0;
 
 	w->n_r = w->n_paths = 0;
+	w->visited = 0;
 	fib_read_lock();
-	while (w->fam && !ret && w->n_r < RPC_ROUTES_PIECE) {
+	/* a piece ends after so many routes looked at, however few matched */
+	while (w->fam && !ret && w->visited < RPC_ROUTES_PIECE) {
 		const struct fib_table *tb = fib_table_get_rcu(d->fib, w->table, w->fam);
 		int next = w->fam == AF_INET && w->family == AF_UNSPEC ? AF_INET6 : 0;
 
 		if (tb)
-			ret = fib_walk_from_rcu(tb, &w->pos,
-						RPC_ROUTES_PIECE - (unsigned int)w->n_r,
+			ret = fib_walk_from_rcu(tb, &w->pos, RPC_ROUTES_PIECE - w->visited,
 						rpc_walk_fn, w);
 		if (!ret && (!tb || w->pos.done))
 			rpc_walk_family(w, next);
@@ -406,6 +463,17 @@ static void rpc_route_json(struct rpc_walk *w, const struct rpc_route *r, uint64
 			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
 			sep = ",";
 		}
+		if (rpc_path_flags(nh, p, sizeof(p))) {
+			snprintf(buf, sizeof(buf), "%s\"flags\":\"%s\"", sep, p);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+		if (nh->flags & NH_F_SRC) {
+			snprintf(buf, sizeof(buf), "%s\"source\":\"%s\"", sep,
+				 rpc_path_src(r, nh, p, sizeof(p)));
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
 		ctl_json_raw(&w->text, &w->len, &w->text_cap, sep[0] == '{' ? "{}" : "}");
 	}
 	ctl_json_raw(&w->text, &w->len, &w->text_cap, r->n_paths ? "]}" : "}");
@@ -416,12 +484,58 @@ static void rpc_route_json(struct rpc_walk *w, const struct rpc_route *r, uint64
  * then more routes, and at the end ],"truncated":...}} (lib/ctl.h: the
  * pieces concatenated are the reply).
  */
+/* The summary's reply: {"lcfib:routes":{"summary":{...},"truncated":false}}. */
+static void rpc_summary_json(struct rpc_walk *w)
+{
+	char buf[128];
+	const char *sep = "";
+
+	w->len = 0;
+	snprintf(buf, sizeof(buf), "{\"lcfib:routes\":{\"summary\":{\"routes\":\"%" PRIu64 "\"",
+		 w->sum_routes);
+	ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+	for (unsigned int i = 0; i < 256; i++) {
+		if (!w->sum_proto[i])
+			continue;
+		snprintf(buf, sizeof(buf), "%s{\"protocol\":%u,\"routes\":\"%" PRIu64 "\"}",
+			 *sep ? sep : ",\"protocol\":[", i, w->sum_proto[i]);
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+		sep = ",";
+	}
+	if (*sep)
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, "]");
+	sep = "";
+	for (unsigned int f = 0; f < 2; f++) {
+		for (unsigned int l = 0; l <= 128; l++) {
+			if (!w->sum_plen[f][l])
+				continue;
+			snprintf(buf, sizeof(buf),
+				 "%s{\"family\":\"%s\",\"length\":%u,\"routes\":\"%" PRIu64 "\"}",
+				 *sep ? sep : ",\"prefix-length\":[", f ? "ipv6" : "ipv4", l,
+				 w->sum_plen[f][l]);
+			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			sep = ",";
+		}
+	}
+	if (*sep)
+		ctl_json_raw(&w->text, &w->len, &w->text_cap, "]");
+	ctl_json_raw(&w->text, &w->len, &w->text_cap, "},\"truncated\":false}}");
+}
+
 static int rpc_routes_more(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx)
 {
 	struct rpc_walk *w = ctx;
 	uint64_t first = w->n + 1;
 	int end = rpc_walk_piece(d, w);
 
+	/* A summary sends nothing until done; each piece is a read-side section of its own. */
+	while (w->summary && !end)
+		end = rpc_walk_piece(d, w);
+	if (w->summary && end > 0) {
+		rpc_summary_json(w);
+		ctl_reply(d, c, id, w->text);
+		return 1;
+	}
 	if (end < 0) {
 		struct lcfibd_err e = { 0 };
 
@@ -480,6 +594,20 @@ static int rpc_routes(struct ctl_conn *c, uint32_t id, const struct lyd_node *op
 	w->table = rpc_table(rpc_value(op, "table"));
 	w->family = rpc_family(rpc_value(op, "family"));
 	w->limit = rpc_u64(op, "limit", 1000);
+	w->proto = rpc_value(op, "protocol") ? (int)rpc_u64(op, "protocol", 0) : -1;
+	w->summary = rpc_value(op, "summary") && !strcmp(rpc_value(op, "summary"), "true");
+	if (rpc_value(op, "type") && fib_rtype_parse(rpc_value(op, "type"), &w->type)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/type", "type '%s' is unknown",
+			       rpc_value(op, "type"));
+		free(w);
+		return -1;
+	}
+	if (rpc_value(op, "interface") &&
+	    ifname_resolve(rpc_value(op, "interface"), &w->ifindex, &err)) {
+		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/interface", "%s", err.msg);
+		free(w);
+		return -1;
+	}
 	if (prefix) {
 		if (addr_parse_prefix(prefix, AF_UNSPEC, &w->within, &err)) {
 			lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/prefix", "%s", err.msg);

@@ -774,13 +774,16 @@ static int fib_rcfg_check(const struct fib_rcfg *rc, bool add, struct errbuf *er
 	return p->a.family == AF_INET6 ? fib6_rcfg_check_paths(rc, err) : 0;
 }
 
-/* Prefixes the message in @err with the route it is about. */
-static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_t table)
+/* Prefixes the message in @err with the route it is about (a delete's metric 0 is any). */
+static void fib_err_where(struct errbuf *err, const struct fib_rcfg *rc, uint32_t table, bool del)
 {
 	char p[ADDR_STRLEN];
 
 	addr_prefix_format(&rc->dst, p, sizeof(p));
-	err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
+	if (del && !rc->metric)
+		err_prefix(err, "%s table %u any metric", p, table);
+	else
+		err_prefix(err, "%s table %u metric %u", p, table, rc->metric);
 }
 
 /*
@@ -877,7 +880,7 @@ out:
 	if (ret == -ENOMEM && !err_is_set(err))
 		err_set(err, "out of memory");
 	if (ret)
-		fib_err_where(err, rc, table);
+		fib_err_where(err, rc, table, false);
 	return ret;
 }
 
@@ -917,7 +920,7 @@ static int fib_route_del_rec(struct fib *f, const struct fib_rcfg *rc, struct fi
 	fib_release_removed(f, &ed);
 	return 0;
 out:
-	fib_err_where(err, rc, table);
+	fib_err_where(err, rc, table, true);
 	return ret;
 }
 
@@ -1201,6 +1204,35 @@ const struct fib_route *fib_find_rcu(const struct fib *f, uint32_t table,
 	return trie6_find_rcu(tb->t6, addr_key6(&p->a), p->plen, n);
 }
 
+/* Whether every path of @r is dead: the kernel's lookup passes such a route by. */
+static bool fib_route_dead(const struct fib_route *r)
+{
+	return r->nh && r->nh->dead;
+}
+
+/*
+ * The rare case of fib_match_rcu(): the route the trie found (of length
+ * @plen) is dead. The next route of that prefix, or of a shorter one, that
+ * is not, as fib_table_lookup() goes on past a dead fib_info. The trie
+ * itself never reads a nexthop, so this looks each shorter prefix up.
+ */
+static const struct fib_route *fib_match_alive_rcu(const struct fib *f, uint32_t table,
+						   const struct addr *a, unsigned int plen)
+{
+	for (int len = (int)plen; len >= 0; len--) {
+		struct addr_prefix p = { .a = *a, .plen = (uint8_t)len };
+		const struct fib_route *r;
+		unsigned int n;
+
+		addr_mask(&p.a, (unsigned int)len);
+		r = fib_find_rcu(f, table, &p, &n);
+		for (unsigned int i = 0; r && i < n; i++)
+			if (!fib_route_dead(&r[i]))
+				return &r[i];
+	}
+	return NULL;
+}
+
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix)
 {
@@ -1214,6 +1246,8 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 		r = trie4_lookup_rcu(tb->t4, addr_key4(a));
 	else
 		r = trie6_lookup_rcu(tb->t6, addr_key6(a));
+	if (r && fib_route_dead(r))
+		r = fib_match_alive_rcu(f, table, a, r->plen);
 	if (r && prefix) {
 		prefix->a = *a;
 		prefix->plen = r->plen;

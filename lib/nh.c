@@ -181,6 +181,8 @@ static int nh_path_normalize(const struct nh_path *in, struct nh_path *out, stru
 	memset(out, 0, sizeof(*out));
 	out->ifindex = in->ifindex;
 	out->flags = in->flags;
+	if (in->flags & NH_F_SRC)
+		out->prefsrc = in->prefsrc;
 	out->gw_family = in->gw_family;
 	out->weight = in->weight ? in->weight : 1;
 	if (out->weight > 256) {
@@ -280,6 +282,9 @@ struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsign
 		mem_free(nt->mem, MEM_NH_INFO, info, nh_info_size(n));
 		goto nomem;
 	}
+	nh->dead = 1;
+	for (unsigned int i = 0; i < n && nh->dead; i++)
+		nh->dead = !nh_path_alive(&info->path[i]);
 	nh_hash_add(nt, &nt->by_val, nh, false);
 	return nh;
 nomem:

@@ -34,8 +34,15 @@ enum nh_kind {
 	NH_KIND_BLACKHOLE, /* object with NHA_BLACKHOLE */
 };
 
-#define NH_F_ONLINK 0x1 /* RTNH_F_ONLINK */
+#define NH_F_ONLINK   0x1 /* RTNH_F_ONLINK */
+#define NH_F_DEAD     0x2 /* RTNH_F_DEAD: the kernel does not use this path */
+#define NH_F_LINKDOWN 0x4 /* RTNH_F_LINKDOWN: its device has no carrier */
+#define NH_F_SRC      0x8 /* prefsrc holds RTA_PREFSRC, of the route's family */
 
+/*
+ * The flags and the preferred source are part of a path's identity: two
+ * routes share an anonymous nexthop only if they agree on them too.
+ */
 struct nh_path {
 	union {
 		struct in_addr v4;
@@ -45,8 +52,18 @@ struct nh_path {
 	uint16_t weight;   /* 1..256: netlink's rtnh_hops + 1, or NHA_GROUP weight + 1 */
 	uint8_t gw_family; /* AF_UNSPEC (no gateway), AF_INET or AF_INET6 */
 	uint8_t flags;     /* NH_F_* */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} prefsrc;         /* with NH_F_SRC: RTA_PREFSRC (the kernel's "src") */
 	struct nh *member; /* group: the object this path comes from; else NULL */
 };
+
+/* Whether a lookup may choose @p: the kernel skips dead paths (fib_select_multipath). */
+static inline bool nh_path_alive(const struct nh_path *p)
+{
+	return !(p->flags & NH_F_DEAD);
+}
 
 struct nh_info {
 	uint8_t kind;   /* enum nh_kind */
@@ -62,7 +79,13 @@ struct nh {
 	uint32_t hash;        /* writer only: of the info, for anonymous ones */
 	uint32_t nr_groups;   /* writer only: groups that hold this object */
 	uint32_t check_refs;  /* writer only: references counted by fib_check() */
-	struct nh *next_id;   /* writer only: hash chains */
+	/*
+	 * Anonymous: every path is NH_F_DEAD, so lookups pass the route by as
+	 * the kernel's fib_table_lookup() does. Set before the nh is published
+	 * and never changed (its info never is), so readers read it plainly.
+	 */
+	uint8_t dead;
+	struct nh *next_id; /* writer only: hash chains */
 	struct nh *next_val;
 };
 

@@ -207,12 +207,16 @@ struct rf_tok {
 	(int)((t)->len <= RF_QUOTE_MAX ? (t)->len : RF_QUOTE_MAX - 3), (t)->s,                     \
 		(t)->len <= RF_QUOTE_MAX ? "" : "..."
 
-enum { RF_WORD, RF_BLANK, RF_HASH };
+enum { RF_WORD, RF_BLANK };
 
-/* What a byte is to the tokenizer: blanks split words, '#' ends the line. */
+/*
+ * What a byte is to the tokenizer: blanks split words. A '#' ends the line
+ * only where a word would begin (lcfibd(8)); inside a word it is a byte of
+ * the word, so "dev eth#0" names the device "eth#0", not "eth".
+ */
 static const uint8_t rf_cls[256] = {
-	[' '] = RF_BLANK,  ['\t'] = RF_BLANK, ['\r'] = RF_BLANK, ['\n'] = RF_BLANK,
-	['\v'] = RF_BLANK, ['\f'] = RF_BLANK, ['#'] = RF_HASH,
+	[' '] = RF_BLANK,  ['\t'] = RF_BLANK, ['\r'] = RF_BLANK,
+	['\n'] = RF_BLANK, ['\v'] = RF_BLANK, ['\f'] = RF_BLANK,
 };
 
 /* The next word in @t; false (and an empty @t where the line ends) at the end. */
@@ -228,7 +232,7 @@ static bool rf_next(struct rf_parser *pp, struct rf_tok *t)
 		pp->p = pp->end = p;
 		return false;
 	}
-	while (p < end && rf_cls[(uint8_t)*p] == RF_WORD)
+	while (p < end && rf_cls[(uint8_t)*p] != RF_BLANK)
 		p++;
 	t->len = (unsigned int)(p - t->s);
 	pp->p = p;

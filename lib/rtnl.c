@@ -193,6 +193,14 @@ static int rtnl_path_gateway(const struct rtnl_attr *tb, int family, struct nh_p
 }
 
 /* One rtnexthop of RTA_MULTIPATH: its fixed part @nh and the attributes after it. */
+/* The RTNH_F_* the FIB keeps: onlink, and dead and linkdown, which lookups heed. */
+static uint8_t rtnl_nh_flags(unsigned int rtnh_flags)
+{
+	return (uint8_t)((rtnh_flags & RTNH_F_ONLINK ? NH_F_ONLINK : 0) |
+			 (rtnh_flags & RTNH_F_DEAD ? NH_F_DEAD : 0) |
+			 (rtnh_flags & RTNH_F_LINKDOWN ? NH_F_LINKDOWN : 0));
+}
+
 static int rtnl_hop(const struct rtnexthop *nh, const uint8_t *attrs, int family, struct nh_path *p,
 		    struct errbuf *err)
 {
@@ -213,8 +221,7 @@ static int rtnl_hop(const struct rtnexthop *nh, const uint8_t *attrs, int family
 	/* rtnh_ifindex is an int; a negative one names no device the FIB could know. */
 	p->ifindex = (uint32_t)nh->rtnh_ifindex;
 	p->weight = (uint16_t)(nh->rtnh_hops + 1);
-	if (nh->rtnh_flags & RTNH_F_ONLINK)
-		p->flags |= NH_F_ONLINK;
+	p->flags |= rtnl_nh_flags(nh->rtnh_flags);
 	return 0;
 }
 
@@ -288,8 +295,8 @@ static int rtnl_route_paths(const struct rtnl_attr *tb, int family, struct rtnl_
 			ret = rtnl_attr_u32(&tb[RTA_OIF], "RTA_OIF", &p->ifindex, err);
 		if (!ret && (p->gw_family || p->ifindex)) {
 			p->weight = 1;
-			if (out->rtm_flags & RTNH_F_ONLINK)
-				p->flags |= NH_F_ONLINK;
+			/* a single path's RTNH_F_* are the route's rtm_flags */
+			p->flags |= rtnl_nh_flags(out->rtm_flags);
 			out->rc.n_paths = 1;
 		}
 	}
@@ -478,6 +485,12 @@ int rtnl_decode_route(const struct nlmsghdr *nlh, struct rtnl_route *out, struct
 		ret = rtnl_route_attrs(tb, rtm.rtm_family, out, err);
 	if (!ret)
 		ret = rtnl_route_paths(tb, rtm.rtm_family, out, err);
+	/* The route's preferred source goes with each path (as the kernel's fib_info has it). */
+	for (unsigned int i = 0; !ret && out->prefsrc_family && i < out->rc.n_paths; i++) {
+		out->paths[i].flags |= NH_F_SRC;
+		memcpy(&out->paths[i].prefsrc, &out->prefsrc,
+		       out->prefsrc_family == AF_INET ? 4 : 16);
+	}
 	if (!ret)
 		rtnl_route_unreport(out);
 	return ret;

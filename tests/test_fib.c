@@ -182,6 +182,49 @@ static void test_fib_exclusive_create_refuses_existing_route(void **state)
 	assert_non_null(strstr(err.msg, "exists"));
 }
 
+/*
+ * A route whose every path is dead is passed by, as the kernel's
+ * fib_table_lookup() does: the next route of the prefix, then a shorter
+ * prefix. One live path is enough; flags make a nexthop of their own.
+ */
+static void test_fib_lookups_pass_routes_whose_every_path_is_dead_by(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path live = gw4("192.0.2.1"), dead = gw4("192.0.2.2"), mp[2];
+	struct fib_rcfg rc;
+	struct errbuf err;
+	struct found r;
+
+	dead.flags = NH_F_DEAD | NH_F_LINKDOWN;
+	rc = rcfg("10.0.0.0/8", &live, 0, EXCL);
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	rc = rcfg("10.1.0.0/16", &dead, 0, EXCL);
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	r = lookup(f, 0, "10.1.2.3");
+	assert_true(r.hit);
+	assert_int_equal(r.plen, 8);
+	/* a live route of the same prefix, behind the dead one */
+	rc = rcfg("10.1.0.0/16", &live, 5, EXCL);
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	r = lookup(f, 0, "10.1.2.3");
+	assert_int_equal(r.plen, 16);
+	assert_int_equal(r.metric, 5);
+	/* a multipath route with one live path is used */
+	mp[0] = dead;
+	mp[1] = gw4("192.0.2.3");
+	rc = rcfg("10.2.0.0/16", NULL, 0, EXCL);
+	rc.paths = mp;
+	rc.n_paths = 2;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	r = lookup(f, 0, "10.2.0.1");
+	assert_int_equal(r.plen, 16);
+	assert_int_equal(r.n_paths, 2);
+	/* only dead, and nothing shorter: no route */
+	rc = rcfg("172.16.0.0/12", &dead, 0, EXCL);
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	assert_false(lookup(f, 0, "172.16.0.1").hit);
+}
+
 static void test_fib_create_prepends_and_append_appends(void **state)
 {
 	struct fib *f = *state;
@@ -1520,6 +1563,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_fib_exclusive_create_refuses_existing_route),
+		T(test_fib_lookups_pass_routes_whose_every_path_is_dead_by),
 		T(test_fib_create_prepends_and_append_appends),
 		T(test_fib_identical_route_is_eexist_and_identical_replace_is_noop),
 		T(test_fib_replace_replaces_first_route_of_its_metric),

@@ -454,6 +454,21 @@ static void test_routefile_rfc5549_gateways_need_via_inet6(void **state)
 		    "expected an IPv4 gateway after 'inet', got '2001:db8::1'");
 }
 
+/* lcfibd(8): a comment starts only at a word's beginning, never inside one. */
+static void test_routefile_hash_inside_a_word_is_part_of_it(void **state)
+{
+	struct routefile_route r;
+	char name[IF_NAMESIZE];
+
+	(void)state;
+	parse_ok("route add 10.51.0.0/16 via 192.0.2.1 dev eth#0", AF_UNSPEC, &r);
+	assert_string_equal(ifname_name(r.paths[0].ifindex, name), "eth#0");
+	parse_ok("route add 10.52.0.0/16 via 192.0.2.1 dev eth#0 #a comment", AF_UNSPEC, &r);
+	assert_string_equal(ifname_name(r.paths[0].ifindex, name), "eth#0");
+	parse_ok("route add 10.53.0.0/16 via 192.0.2.1 dev lo\t#comment", AF_UNSPEC, &r);
+	assert_int_equal(r.paths[0].ifindex, ifindex_of("lo"));
+}
+
 static void test_routefile_errors_name_the_column_and_what_was_expected(void **state)
 {
 	struct routefile_route r;
@@ -512,9 +527,12 @@ static void test_routefile_errors_name_the_column_and_what_was_expected(void **s
 	parse_fails("route add 10.0.0.0/8 to 10.1.0.0/16 dev lo", 25, "a second prefix");
 	parse_fails("route add 10.0.0.0/8 nhid 3 via 192.0.2.1", 29,
 		    "'via' cannot be combined with 'nhid'");
-	/* Tabs count as one column; '#' ends the line anywhere. */
+	/* Tabs count as one column; a word starting with '#' ends the line. */
 	parse_fails("route\tadd\txyz", 11, "got 'xyz'");
 	parse_fails("route add 10.0.0.0/8 via # 192.0.2.1", 26, "got end of line");
+	/* Inside a word '#' is part of it: the gateway is not cut to '192.0.2.1'. */
+	parse_fails("route add 10.0.0.0/8 via 192.0.2.1#x", 26,
+		    "expected a gateway address after 'via', got '192.0.2.1#x'");
 
 	assert_int_equal(routefile_parse_route("", AF_UNSPEC, &r, NULL, &err), -ENODATA);
 	assert_int_equal(routefile_parse_route("  # just a comment", AF_UNSPEC, &r, NULL, &err),
@@ -729,7 +747,7 @@ static void test_routefile_skip_bad_lines_applies_the_rest_and_reports_each(void
 	assert_string_equal(msg, "t.routes:4:11: 10.0.0.0/8 table 254 metric 0: route exists");
 	assert_int_equal(routefile_bad_line(rf, 3, &line, &col, &msg), 0);
 	assert_int_equal(line, 5);
-	assert_string_equal(msg, "t.routes:5:11: 10.9.0.0/16 table 254 metric 0: no such route");
+	assert_string_equal(msg, "t.routes:5:11: 10.9.0.0/16 table 254 any metric: no such route");
 	assert_int_equal(routefile_bad_line(rf, 4, &line, &col, &msg), -ENOENT);
 	/* One apply per file. */
 	assert_int_equal(routefile_apply(rf, f, NULL, NULL, &res, &err), -EALREADY);
@@ -1469,6 +1487,7 @@ int main(void)
 		T(test_routefile_ipv6_siblings_merge_and_roll_back),
 		T(test_routefile_large_load_rolls_back_in_bulk_mode_with_progress),
 		T(test_routefile_crlf_comments_and_missing_final_newline),
+		T(test_routefile_hash_inside_a_word_is_part_of_it),
 		T(test_routefile_feeding_in_pieces_changes_nothing),
 		T(test_routefile_overlong_lines_are_bad_lines_however_fed),
 		T(test_routefile_read_file_reads_and_names_missing_files),

@@ -94,8 +94,17 @@ static void assert_route_equal(const struct rtnl_route *a, const struct rtnl_rou
 		assert_ptr_equal(b->rc.paths, b->paths);
 	else
 		assert_null(b->rc.paths);
-	for (unsigned int i = 0; i < a->rc.n_paths; i++)
-		assert_path_equal(&a->rc.paths[i], &b->rc.paths[i]);
+	for (unsigned int i = 0; i < a->rc.n_paths; i++) {
+		struct nh_path want = a->rc.paths[i];
+
+		/* RTA_PREFSRC goes with every path, as part of its identity */
+		if (a->prefsrc_family) {
+			want.flags |= NH_F_SRC;
+			assert_memory_equal(&b->rc.paths[i].prefsrc, &a->prefsrc,
+					    a->prefsrc_family == AF_INET ? 4 : 16);
+		}
+		assert_path_equal(&want, &b->rc.paths[i]);
+	}
 	assert_int_equal(a->prefsrc_family, b->prefsrc_family);
 	assert_memory_equal(&a->prefsrc, &b->prefsrc, sizeof(a->prefsrc));
 	assert_int_equal(a->rtm_flags, b->rtm_flags);

@@ -116,6 +116,12 @@ def path_tuple(hops):
     return tuple(hops) if ORDERED else tuple(sorted(hops))
 
 
+def kernel_gateway(h):
+    """A path's gateway in `ip -j`: "gateway", or RTA_VIA's {"family","host"} (via inet6)."""
+    via = h.get("via")
+    return h.get("gateway") or (via.get("host") if isinstance(via, dict) else None)
+
+
 def kernel_key(r, family):
     rtype = r.get("type", "unicast")
     rtype = TYPES.get(int(rtype), rtype) if str(rtype).isdigit() else rtype
@@ -130,8 +136,8 @@ def kernel_key(r, family):
         rtype = "unicast"
     elif rtype not in NO_PATHS:
         hops = r.get("nexthops") or [r]
-        paths = path_tuple([(h.get("gateway"), h.get("dev"), int(h.get("weight", 1)))
-                            for h in hops if h.get("gateway") or h.get("dev")])
+        paths = path_tuple([(kernel_gateway(h), h.get("dev"), int(h.get("weight", 1)))
+                            for h in hops if kernel_gateway(h) or h.get("dev")])
     return ("ipv%d" % family, int(table), canon_prefix(r["dst"], family), rtype,
             num(r.get("protocol"), 3), num(r.get("scope"), 0), int(r.get("metric", 0)),
             int(r.get("nhid", 0)), paths)

@@ -103,13 +103,18 @@ def cli_lookup(args, addr):
         cmd += ["table", args.table]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
-    if p.returncode != 0:
+    # 0 with a route, 5 (lcfibctl(8): not found) without one; anything else is an error
+    if p.returncode not in (0, 5):
         sys.exit("%s: exit status %d: %s%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
     try:
         out = json.loads(p.stdout)
     except ValueError:
         sys.exit("%s: not JSON: %s" % (" ".join(cmd), p.stdout))
-    return out.get("lcfib:lookup", out)
+    out = out.get("lcfib:lookup", out)
+    if (p.returncode == 5) != (not out.get("found")):
+        sys.exit("%s: exit status %d with found=%s" % (" ".join(cmd), p.returncode,
+                                                        out.get("found")))
+    return out
 
 
 def main():

@@ -346,6 +346,30 @@ test_streamed_load_survives_a_restart()
 	d_stop stream
 }
 
+# A relative path given to `lcfibctl load` is the caller's, not the daemon's
+# working directory: lcfibctl sends it absolute, and the config records that.
+test_a_relative_load_path_is_resolved_against_the_callers_directory()
+{
+	local s here
+	have_cli || t_skip "lcfibctl is not built"
+	d_start relpath || fail "lcfibd did not start"
+	s=$(d_sock relpath)
+	here=$T/relpath-caller
+	mkdir -p "$here/sub"
+	echo "route add 10.77.0.0/16 via 192.0.2.77" >"$here/rel.routes"
+	[ "$(readlink "/proc/$(d_pid relpath)/cwd")" != "$here" ] ||
+		fail "the daemon runs in the caller's directory: the test would prove nothing"
+	(cd "$here/sub" && cli "$s" -q load ../rel.routes) || fail "lcfibctl load ../rel.routes"
+	expect_match "$(lookup "$s" 10.77.1.1)" '"prefix":"10.77.0.0/16"' "the loaded route"
+	expect_match "$(ctl "$s" get config)" "\"path\": \"$here/rel.routes\"" \
+		"the absolute path in the config"
+	cd "$here" || fail "cd $here"
+	expect_status 1 cli "$s" load missing.routes
+	cd - >/dev/null || fail "cd back"
+	expect_match "$ERR" "missing.routes: No such file or directory" "a missing relative file"
+	d_stop relpath
+}
+
 test_out_of_range_and_malformed_config_edits_change_nothing()
 {
 	local s cfg writes
@@ -620,6 +644,7 @@ t_run test_lookups_answer_right_while_a_full_table_loads
 t_run test_sync_mem_changed_during_a_load_shows_in_the_counters
 t_run test_config_and_route_files_survive_a_restart
 t_run test_streamed_load_survives_a_restart
+t_run test_a_relative_load_path_is_resolved_against_the_callers_directory
 
 # The small tests share one daemon; each leaves the FIB as it found it.
 if d_start small; then

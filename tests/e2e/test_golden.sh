@@ -73,6 +73,21 @@ g show-routes-table-200 show routes table 200
 g show-routes-within-a-prefix show routes 10.1.0.0/16
 g show-routes-of-an-empty-table show routes table 42
 g routes-over-the-limit-say-so routes table 200 family ipv4 limit 2
+g routes-of-a-protocol routes protocol 4
+g routes-through-a-device routes interface lo
+g routes-of-a-type routes type blackhole
+g routes-of-a-protocol-within-a-prefix routes 10.0.0.0/8 protocol 186
+g show-routes-summary show routes summary
+g show-routes-summary-of-table-100 show routes summary table 100
+g json-show-routes-summary-ipv6 --json show routes summary family ipv6
+g route-show-is-routes route show proto static
+g route-show-dev-and-type route show dev lo type unicast
+g route-show-within-a-prefix route show 10.1.0.0/16
+g route-list-table-100 route list table 100
+g route-get-is-lookup route get 10.1.2.3
+g route-get-fibmatch-in-table-100 route get fibmatch 203.0.113.130 table 100
+g route-get-miss route get 8.8.8.8
+g json-routes-over-the-limit-say-so --json routes table 200 family ipv4 limit 2
 g lookup-multipath lookup 10.1.2.3
 g lookup-longest-prefix-wins lookup 10.1.2.200
 g lookup-lowest-metric-wins lookup 10.1.9.9
@@ -135,6 +150,8 @@ g complete-lookup-keywords __complete lookup 1.2.3.4 ""
 g complete-nexthop-keywords __complete route-add 10.0.0.0/8 nexthop ""
 g complete-show-trie-family __complete show trie main ""
 g complete-route-protocols __complete route add 10.0.0.0/8 proto ""
+g complete-route-add-types-before-the-prefix __complete route add ""
+g complete-route-add-attributes-after-the-prefix __complete route add blackhole 10.0.0.0/8 ""
 
 # Usage errors (exit 2) and values libyang refuses (exit 1), before anything is sent.
 g error-set-without-a-path set
@@ -161,6 +178,11 @@ g set-kernel-table-by-name set feeds kernel table main
 g show-config-feeds show config feeds
 g delete-kernel-table delete feeds kernel table 100
 g error-delete-a-missing-route-file delete route-files route-file /nonexistent
+: >"$T/golden-empty.routes"
+g set-a-route-file set route-files route-file "$T/golden-empty.routes"
+g complete-delete-route-file-offers-the-configured-ones __complete delete route-files route-file ""
+g delete-the-route-file delete route-files route-file "$T/golden-empty.routes"
+g complete-delete-route-file-with-none-configured __complete delete route-files route-file ""
 g error-fpm-address-not-an-address set feeds fpm address not-an-address
 g json-show-config-sync-mem --json show config sync-mem
 
@@ -172,6 +194,38 @@ g routes-rpc-after-route-prepend routes 10.8.0.0/16
 g route-delete-rpc route-delete 10.8.0.0/16
 g routes-rpc-after-route-delete routes 10.8.0.0/16
 g error-route-del-of-a-missing-route route del 10.8.0.0/16 via 192.0.2.77
+g json-error-route-del-of-a-missing-route --json route del 10.8.0.0/16 via 192.0.2.77
+
+# The bash completion script (dist/) over `lcfibctl __complete`.
+# bash_complete LINE: COMPREPLY for LINE (completing its last word), one a line.
+bash_complete()
+{
+	local line=$1
+	# shellcheck disable=SC1091
+	LCFIB_SOCKET=$SOCK LCFIB_YANG_DIR=$YANG_DIR bash -c '
+		. "$1/dist/lcfibctl.bash-completion"
+		compopt() { :; }
+		COMP_LINE=$2
+		read -ra COMP_WORDS <<<"$2"
+		[[ $2 == *" " ]] && COMP_WORDS+=("")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_WORDS[0]=$3
+		_lcfibctl
+		printf "%s\n" "${COMPREPLY[@]}"' bash "$E2E_SRCDIR" "$line" "$LCFIBCTL"
+}
+
+test_golden_bash_completion()
+{
+	expect_eq "$(bash_complete "lcfibctl --qu")" --quiet "--quiet completed"
+	expect_eq "$(bash_complete "lcfibctl route add 10.0.0.0/8 bl")" "" \
+		"no route type after the prefix"
+	expect_eq "$(bash_complete "lcfibctl route add bl")" blackhole "a type before the prefix"
+	cli "$SOCK" set route-files route-file "$T/golden-empty.routes" || fail "set route-file"
+	expect_eq "$(cd "$T" && bash_complete "lcfibctl delete route-files route-file ")" \
+		"$T/golden-empty.routes" "the configured route file, not the directory's files"
+	cli "$SOCK" delete route-files route-file "$T/golden-empty.routes" || fail "delete"
+}
+t_case test_golden_bash_completion test_golden_bash_completion
 
 t_case test_golden_daemon_exits_cleanly d_stop golden
 t_summary

@@ -371,6 +371,83 @@ test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again()
 	converge k
 }
 
+# show_both PREFIX: `ip route show PREFIX` and lcfibctl's `route show root
+# PREFIX` (lcfibd in the namespace), trailing blanks cut, for a diff (ip
+# leaves out "proto boot", lcfibctl does not).
+show_both()
+{
+	in_ns ip route show root "$1" | sed 's/ *$//' >"$T/ip.out"
+	cli "$(d_sock k)" route show root "$1" family ipv4 | sed -e 's/ *$//' -e 's/ proto boot//' \
+		>"$T/lcfib.out"
+}
+
+# The kernel as the oracle of nexthop flags and the preferred source: a
+# path through a link that goes down is listed "dead linkdown" (IPv4 keeps
+# the route while one path lives), src is kept, an IPv6 gateway of an IPv4
+# route is "via inet6", and lookups agree with ip route get fibmatch.
+test_nexthop_flags_and_the_preferred_source_are_mirrored()
+{
+	local p i
+	have_cli || t_skip "lcfibctl is not built"
+	k_loaded k
+	ip -n "$NS" link add vb type veth peer name vbp
+	# IPv4 only: the links' fe80::/64 routes would only add noise
+	in_ns sysctl -qw net.ipv6.conf.vb.disable_ipv6=1
+	in_ns sysctl -qw net.ipv6.conf.vbp.disable_ipv6=1
+	ip -n "$NS" addr add 198.19.5.1/24 dev vb
+	ip -n "$NS" link set vb up
+	ip -n "$NS" link set vbp up
+	in_ns ip route add 10.200.0.0/16 nexthop via 198.18.0.2 dev v0 nexthop via 198.19.5.2 dev vb
+	in_ns ip route add 10.201.0.0/16 via 198.18.0.2 dev v0 src 198.18.0.1
+	in_ns ip route add 10.202.0.0/16 via inet6 fe80::2 dev v0
+	converge k
+	for p in 10.200.0.0/16 10.201.0.0/16 10.202.0.0/16; do
+		show_both "$p"
+		diff -u "$T/ip.out" "$T/lcfib.out" || fail "lcfibd's $p differs from the kernel's"
+	done
+	expect_match "$(cat "$T/lcfib.out")" "via inet6 fe80::2" "the IPv6 gateway of an IPv4 route"
+	in_ns ip link set vb down
+	in_ns ip route show 10.200.0.0/16 | grep -q dead || fail "the kernel kept the path alive"
+	converge k
+	for ((i = 0; i < CONVERGE_S * 10; i++)); do
+		show_both 10.200.0.0/16
+		cmp -s "$T/ip.out" "$T/lcfib.out" && break
+		sleep 0.1
+	done
+	diff -u "$T/ip.out" "$T/lcfib.out" || fail "the dead path differs from the kernel's"
+	expect_match "$(cat "$T/lcfib.out")" "dev vb weight 1 dead linkdown" "the dead path"
+	fibmatch k 10.200.1.1 10.201.1.1 10.202.1.1
+}
+
+# Counters are counter64s: an off feed shows its totals, not zeros, and
+# they go on from there when it is on again; what turning it off removed
+# counts in flushed, not in swept.
+test_feed_counters_survive_off_and_on_and_a_flush_is_not_a_sweep()
+{
+	local s msgs swept routes
+	k_loaded k
+	s=$(d_sock k)
+	converge k
+	msgs=$(kstate k messages)
+	swept=$(kstate k swept)
+	routes=$(kstate k routes)
+	[ "${msgs:-0}" -gt 0 ] && [ "${routes:-0}" -gt 0 ] || fail "no messages or routes counted"
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":false}}}}' >/dev/null ||
+		fail "cannot turn the feed off"
+	wait_routes "$s" 0
+	expect_eq "$(kstate k running)" false "running, off"
+	expect_eq "$(kstate k messages)" "$msgs" "messages of the off feed"
+	expect_eq "$(kstate k swept)" "$swept" "swept, after turning it off"
+	expect_eq "$(kstate k flushed)" "$routes" "flushed: the routes turning it off removed"
+	expect_eq "$(kstate k routes)" 0 "routes held by the off feed"
+	ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":true}}}}' >/dev/null ||
+		fail "cannot turn the feed on"
+	converge k
+	[ "$(kstate k messages)" -ge "$msgs" ] || fail "messages went back: $(kstate k messages) < $msgs"
+	expect_eq "$(kstate k flushed)" "$routes" "flushed, on again"
+	[ "$(kstate k dumps)" -ge 2 ] || fail "dumps: $(kstate k dumps), expected the two dumps"
+}
+
 test_only_the_configured_tables_are_mirrored()
 {
 	local s
@@ -593,6 +670,8 @@ t_run test_routes_using_a_removed_address_vanish
 t_run test_lost_events_are_counted_and_a_resync_converges
 t_run test_a_route_deleted_while_the_dump_runs_does_not_come_back
 t_run test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again
+t_run test_feed_counters_survive_off_and_on_and_a_flush_is_not_a_sweep
+t_run test_nexthop_flags_and_the_preferred_source_are_mirrored
 t_run test_only_the_configured_tables_are_mirrored
 t_run test_an_unprivileged_lcfibd_mirrors_read_only
 t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored

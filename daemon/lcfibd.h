@@ -79,6 +79,7 @@ struct lcfibd {
 	/* the feeds (NULL: off) */
 	struct feed_kernel *kernel;
 	struct feed_fpm *fpm;
+	struct feed *feeds; /* every feed that has run, for feed_claim(); writer only */
 
 	/* the FIB; changed only by the writer */
 	struct fib *fib;

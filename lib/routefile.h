@@ -90,6 +90,13 @@ struct routefile_opts {
 	int family;          /* AF_UNSPEC, or the family every prefix must have */
 	bool skip_bad_lines; /* apply what is good; see routefile_apply() */
 	const char *name;    /* for messages ("-" for stdin); NULL: "-" */
+	/*
+	 * May be NULL. Called by routefile_apply() before each add: non-zero
+	 * (a negative errno, with @err set) refuses the add as the FIB would.
+	 * lcfibd refuses a key another source holds.
+	 */
+	int (*claim)(void *ctx, const struct fib_rcfg *rc, struct errbuf *err);
+	void *claim_ctx;
 };
 
 /* The parsed ops of one file, its bad lines, and its progress through apply. */

@@ -281,9 +281,76 @@ EOF
 	d_stop o5
 }
 
+# o_restart NAME: lcfibd NAME stopped and started again on its state.
+o_restart()
+{
+	d_stop "$1"
+	D_WRAP="ip netns exec $NS" d_start "$1" || fail "lcfibd $1 did not start again"
+}
+
+# Item 1 of issue 14: a restart loads the recorded route files again and
+# the static routes of the config; runtime edits through the control
+# socket are forgotten, as with ip route. Before, static routes did not
+# exist and the README promised the same FIB after a restart.
+test_a_restart_keeps_static_routes_and_recorded_files_not_runtime_edits()
+{
+	local f out
+	o_start o6 false false
+	f=$(route_file a.routes "route add 10.1.0.0/16 via $OP")
+	cli "$S" load "$f" >/dev/null || fail "load $f"
+	cli "$S" route add 10.2.0.0/16 via $OP >/dev/null || fail "route add"
+	cli "$S" route del 10.1.0.0/16 >/dev/null || fail "route del"
+	cli "$S" set static-routes route "10.3.0.0/16 via $OP metric 7" >/dev/null ||
+		fail "set static-routes route"
+	expect_routes 10.3.0.0/16 "metric 7 via $OP" "the static route"
+	out=$(cli "$S" set static-routes route "10.4.0.0/33 via $OP" 2>&1) &&
+		fail "a bad static route was taken"
+	expect_match "$out" "static-routes route '10.4.0.0/33 via $OP'" "the bad static route's error"
+	o_restart o6
+	expect_routes 10.1.0.0/16 "metric 0 via $OP" "the recorded file's route after the restart"
+	expect_routes 10.2.0.0/16 "" "the runtime route after the restart"
+	expect_routes 10.3.0.0/16 "metric 7 via $OP" "the static route after the restart"
+	# Deleting the entry deletes its route, and only it.
+	cli "$S" route add 10.3.0.0/16 via $KV metric 8 >/dev/null || fail "route add"
+	cli "$S" delete static-routes route "10.3.0.0/16 via $OP metric 7" >/dev/null ||
+		fail "delete static-routes route"
+	expect_routes 10.3.0.0/16 "metric 8 via $KV" "after deleting the static route"
+	o_restart o6
+	expect_routes 10.3.0.0/16 "" "the deleted static route after a restart"
+	d_stop o6
+}
+
+# Static routes are the operator's: the feeds leave them alone, and a
+# static route on a key a feed holds is not applied (the log says why).
+test_the_feeds_leave_static_routes_alone()
+{
+	o_start o7 true true
+	wait_dump
+	cli "$S" set static-routes route "10.92.0.0/16 via $OP" >/dev/null || fail "set static route"
+	expect_routes 10.92.0.0/16 "metric 0 via $OP" "the static route"
+	in_ns ip route add 10.92.0.0/16 via $KV
+	in_ns ip route del 10.92.0.0/16
+	in_ns ip route add 10.93.0.0/16 via $KV
+	expect_routes 10.93.0.0/16 "metric 0 via $KV" "the kernel's route"
+	cli "$S" set static-routes route "10.93.0.0/16 via $OP" >/dev/null || fail "set static route"
+	fpm_bg <<EOF
+route add 10.92.0.0/16 via 198.18.0.82 dev 1
+route del 10.92.0.0/16
+EOF
+	quiet 10.92.0.0/16 "metric 0 via $OP" "the static route after the feeds' adds and deletes"
+	expect_routes 10.93.0.0/16 "metric 0 via $KV" "the kernel's route after a static one on its key"
+	grep -q "static route '10.93.0.0/16 via $OP': add: .*held by the kernel feed" "$(d_log o7)" ||
+		fail "the log does not say why the static route is not applied"
+	kill "$FPM_PID" 2>/dev/null
+	wait "$FPM_PID" 2>/dev/null
+	d_stop o7
+}
+
 t_run test_the_kernel_feed_leaves_a_control_socket_route_alone
 t_run test_the_kernel_feed_leaves_a_route_file_route_alone
 t_run test_the_operator_cannot_add_to_a_key_the_kernel_feed_holds
 t_run test_the_fpm_feed_leaves_the_operators_routes_alone
 t_run test_the_kernel_and_fpm_feeds_leave_each_others_routes_alone
+t_run test_a_restart_keeps_static_routes_and_recorded_files_not_runtime_edits
+t_run test_the_feeds_leave_static_routes_alone
 t_summary

@@ -330,10 +330,11 @@ static void cfg_static_run(struct lcfibd *d, struct writer_job *wj)
 	int ret;
 
 	j->rt.rc.paths = j->rt.paths;
-	if (j->del)
-		ret = fib_route_del(d->fib, &j->rt.rc, &err);
-	else if (!(ret = feed_claim(d, &j->rt.rc, &err)))
-		ret = fib_route_add(d->fib, &j->rt.rc, &err);
+	/* A feed's key is not the entry's: neither its add nor its delete touches it. */
+	ret = feed_claim(d, &j->rt.rc, &err);
+	if (!ret)
+		ret = j->del ? fib_route_del(d->fib, &j->rt.rc, &err)
+			     : fib_route_add(d->fib, &j->rt.rc, &err);
 	if (ret)
 		log_err("static route '%s': %s: %s", j->line, j->del ? "delete" : "add", err.msg);
 	else

@@ -1489,6 +1489,8 @@ int feed_claim(struct lcfibd *d, const struct fib_rcfg *rc, struct errbuf *err)
 		}
 		/* Its route is gone (deleted by the operator): the key changes hands. */
 		feed_set_remove_at(&f->set, (size_t)(slot - f->set.k));
+		if (__atomic_load_n(&f->routes, __ATOMIC_RELAXED))
+			feed_dec(&f->routes, 1);
 	}
 	return 0;
 }

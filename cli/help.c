@@ -241,7 +241,10 @@ static int cli_help_route(void)
 		      "Adds or deletes a route in the syntax of 'ip route' (and of route files): "
 		      "add fails if a route of the prefix and metric exists, replace replaces it, "
 		      "append and prepend add after or before it; del deletes the first route "
-		      "that matches what is given. TYPE is unicast (the default), local, "
+		      "that matches what is given. Runtime-only, as with 'ip route': a restart "
+		      "forgets these edits (recorded route files load again). A key (table, "
+		      "prefix, metric) the kernel or FPM feed holds is refused, naming the "
+		      "feed; a feed never touches the operator's routes. TYPE is unicast (the default), local, "
 		      "broadcast, anycast, multicast, blackhole, unreachable, prohibit or throw; "
 		      "PREFIX may be 'default'. It runs the route-add or route-delete operation.",
 		      2);

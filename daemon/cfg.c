@@ -22,6 +22,7 @@
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "lib/ctl.h"
+#include "lib/routefile.h"
 
 /*
  * One config leaf's handler. @tree is the candidate config (with
@@ -352,6 +353,161 @@ static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree,
 		rpc_load_configured(d, true);
 }
 
+/* ------------------------------------------------------- static routes */
+
+static void cfg_static_free(struct lcfibd *d);
+
+/*
+ * A static route's line ("10.2.0.0/16 via 192.0.2.1") parsed as the batch
+ * line "route add LINE". Returns 0 or -EINVAL with @err set.
+ */
+static int cfg_static_parse(const char *line, struct routefile_route *rt, struct errbuf *err)
+{
+	char buf[1100];
+	int ret;
+
+	snprintf(buf, sizeof(buf), "route add %s", line);
+	ret = routefile_parse_route(buf, AF_UNSPEC, rt, NULL, err);
+	if (ret == -ENODATA) {
+		err_set(err, "no route");
+		return -EINVAL;
+	}
+	return ret;
+}
+
+struct cfg_static_job {
+	struct writer_job job; /* first */
+	bool del;
+	struct routefile_route rt;
+	char line[];
+};
+
+static void cfg_static_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct cfg_static_job *j = (struct cfg_static_job *)wj;
+	struct errbuf err = { "" };
+	int ret;
+
+	j->rt.rc.paths = j->rt.paths;
+	/* A feed's key is not the entry's: neither its add nor its delete touches it. */
+	ret = feed_claim(d, &j->rt.rc, &err);
+	if (!ret)
+		ret = j->del ? fib_route_del(d->fib, &j->rt.rc, &err)
+			     : fib_route_add(d->fib, &j->rt.rc, &err);
+	if (ret)
+		log_err("static route '%s': %s: %s", j->line, j->del ? "delete" : "add", err.msg);
+	else
+		log_info("static route '%s' %s", j->line, j->del ? "deleted" : "added");
+}
+
+static void cfg_static_done(struct lcfibd *d, struct writer_job *wj)
+{
+	(void)d;
+	free(wj);
+}
+
+/* Queues the add or delete of static route @line (parsed in prepare: cannot fail but for memory). */
+static void cfg_static_submit(struct lcfibd *d, const char *line, bool del)
+{
+	size_t len = strlen(line) + 1;
+	struct cfg_static_job *j = calloc(1, sizeof(*j) + len);
+	struct errbuf err;
+
+	if (!j || cfg_static_parse(line, &j->rt, &err)) {
+		log_err("static route '%s': %s", line, j ? err.msg : "out of memory");
+		free(j);
+		return;
+	}
+	memcpy(j->line, line, len);
+	j->del = del;
+	if (del)
+		/* Exactly the route the entry added: not another of its prefix. */
+		j->rt.rc.flags = FIB_F_EXACT_METRIC | FIB_F_EXACT;
+	j->job.run = cfg_static_run;
+	j->job.done = cfg_static_done;
+	writer_submit(d->writer, &j->job);
+}
+
+static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree,
+			      struct lcfibd_err *e)
+{
+	static struct routefile_route rt; /* loop thread only; large */
+	struct ly_set *set = NULL;
+	struct errbuf err;
+	int ret = 0;
+
+	(void)d;
+	if (lyd_find_xpath(tree, CFG_TOP "/static-routes/route", &set) != LY_SUCCESS)
+		return 0;
+	for (uint32_t i = 0; i < set->count && !ret; i++) {
+		const char *line = lyd_get_value(lyd_child(set->dnodes[i]));
+
+		err_clear(&err);
+		if (cfg_static_parse(line, &rt, &err)) {
+			lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/static-routes/route",
+				       "static-routes route '%s': %s", line, err.msg);
+			ret = -1;
+		}
+	}
+	ly_set_free(set, NULL);
+	return ret;
+}
+
+static bool cfg_static_has(char *const *lines, unsigned int n, const char *line)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (strcmp(lines[i], line) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Deletes the routes of entries gone, then adds those of new entries, in
+ * config order; the writer applies them in that order, after whatever was
+ * queued before.
+ */
+static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	struct ly_set *set = NULL;
+	char **now = NULL;
+	unsigned int n = 0;
+
+	(void)at_start;
+	if (lyd_find_xpath(tree, CFG_TOP "/static-routes/route", &set) == LY_SUCCESS &&
+	    set->count) {
+		now = calloc(set->count, sizeof(*now));
+		for (uint32_t i = 0; now && i < set->count; i++) {
+			now[n] = strdup(lyd_get_value(lyd_child(set->dnodes[i])));
+			if (now[n])
+				n++;
+		}
+		if (!now || n < set->count)
+			log_err("static routes: out of memory: some are not applied");
+	}
+	ly_set_free(set, NULL);
+	for (unsigned int i = 0; i < d->n_static; i++) {
+		if (!cfg_static_has(now, n, d->static_lines[i]))
+			cfg_static_submit(d, d->static_lines[i], true);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (!cfg_static_has(d->static_lines, d->n_static, now[i]))
+			cfg_static_submit(d, now[i], false);
+	}
+	cfg_static_free(d);
+	d->static_lines = now;
+	d->n_static = n;
+}
+
+static void cfg_static_free(struct lcfibd *d)
+{
+	for (unsigned int i = 0; i < d->n_static; i++)
+		free(d->static_lines[i]);
+	free(d->static_lines);
+	d->static_lines = NULL;
+	d->n_static = 0;
+}
+
 static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/sync-mem", NULL, cfg_apply_sync_mem, NULL },
 	{ CFG_TOP "/log-level", NULL, cfg_apply_log_level, NULL },
@@ -373,6 +529,7 @@ static const struct cfg_handler cfg_handlers[] = {
 	  NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },
+	{ CFG_TOP "/static-routes/route/line", cfg_prepare_static, cfg_apply_static, NULL },
 };
 
 #define CFG_N_HANDLERS (sizeof(cfg_handlers) / sizeof(cfg_handlers[0]))
@@ -822,6 +979,7 @@ fail:
 
 void cfg_fini(struct lcfibd *d)
 {
+	cfg_static_free(d);
 	lyd_free_all(d->running);
 	d->running = NULL;
 }

@@ -86,6 +86,8 @@ struct feed {
 	struct lcfibd *d;
 	char name[16];
 	/* writer only */
+	struct feed *next; /* in d->feeds, linked by its first job */
+	bool listed;
 	struct feed_set set;
 	struct feed_ids ids;
 	struct feed_pending *pending; /* a dumped prefix's routes, not yet applied */
@@ -661,14 +663,52 @@ static void feed_route6_add(struct feed *f, struct fib_rcfg *rc, unsigned int fl
 	feed_fib_add(f, &more, FIB_F_CREATE | FIB_F_APPEND);
 }
 
+static bool feed_held_elsewhere(const struct feed *f, const struct fib_rcfg *rc);
+static void feed_shadowed(struct feed *f, const struct fib_rcfg *rc);
+
 static void feed_route_add(struct feed *f, struct rtnl_route *r)
 {
 	unsigned int flags = feed_add_flags(r->rc.flags);
+
+	if (feed_held_elsewhere(f, &r->rc)) {
+		feed_shadowed(f, &r->rc);
+		return;
+	}
 
 	if (!(flags & FIB_F_REPLACE) && fib_rcfg_merges6(&r->rc))
 		feed_route6_add(f, &r->rc, flags);
 	else
 		feed_fib_add(f, &r->rc, flags);
+}
+
+static bool feed_owns(const struct feed *f, const struct fib_rcfg *like, uint32_t metric);
+
+/*
+ * Whether the delete @rc is of a key the feed owns. Metric 0 matches any
+ * metric in a delete (as in the kernel): it then names the first route of
+ * the prefix whose key the feed owns, made exact so that another source's
+ * route of another metric is not the one that goes.
+ */
+static bool feed_owns_del(const struct feed *f, struct fib_rcfg *rc)
+{
+	const struct fib_route *r;
+	unsigned int n = 0;
+
+	if (feed_owns(f, rc, rc->metric)) {
+		rc->flags |= FIB_F_EXACT_METRIC;
+		return true;
+	}
+	if (rc->metric)
+		return false;
+	r = fib_find_rcu(f->d->fib, rc->table ? rc->table : FIB_TABLE_MAIN, &rc->dst, &n);
+	for (unsigned int i = 0; r && i < n; i++) {
+		if (feed_owns(f, rc, r[i].metric)) {
+			rc->metric = r[i].metric;
+			rc->flags |= FIB_F_EXACT_METRIC;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* A delete as the kernel announced it: an IPv6 sibling's takes its path out of the route. */
@@ -678,6 +718,11 @@ static void feed_route_del(struct feed *f, struct rtnl_route *r, struct errbuf *
 	int ret;
 
 	r->rc.flags = 0;
+	if (!feed_owns_del(f, &r->rc)) {
+		/* Not ours (another source's, or gone): left alone. */
+		feed_inc(&f->skipped, 1);
+		return;
+	}
 	ret = fib_route_del_undo(f->d->fib, &r->rc, &u, err);
 	if (ret == -ESRCH) {
 		/* Already gone (a flush, a sweep, or a route we never had). */
@@ -743,6 +788,44 @@ static bool feed_owns(const struct feed *f, const struct fib_rcfg *like, uint32_
 	return feed_set_slot(&f->set, &k)->gen != 0;
 }
 
+/* Whether the FIB has a route of @rc's key (table, prefix, metric). */
+static bool feed_fib_has_key(const struct feed *f, const struct fib_rcfg *rc)
+{
+	const struct fib_route *r;
+	unsigned int n = 0;
+
+	r = fib_find_rcu(f->d->fib, rc->table ? rc->table : FIB_TABLE_MAIN, &rc->dst, &n);
+	for (unsigned int i = 0; r && i < n; i++) {
+		if (r[i].metric == rc->metric)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether another source holds @rc's key (table, prefix, metric): the FIB
+ * has a route of it that @f does not own. A key has one owner, the first
+ * source whose route went in (docs/DAEMON.md, "Ownership"); a feed leaves
+ * the others' keys alone.
+ */
+static bool feed_held_elsewhere(const struct feed *f, const struct fib_rcfg *rc)
+{
+	return !feed_owns(f, rc, rc->metric) && feed_fib_has_key(f, rc);
+}
+
+/* A route of a key another source holds: not applied, counted, said in the log's debug. */
+static void feed_shadowed(struct feed *f, const struct fib_rcfg *rc)
+{
+	char p[ADDR_STRLEN + 4];
+
+	feed_inc(&f->skipped, 1);
+	if (log_get_level() >= LOG_DEBUG) {
+		addr_prefix_format(&rc->dst, p, sizeof(p));
+		log_debug("%s feed: %s table %u metric %u is held by another source: left alone",
+			  f->name, p, rc->table ? rc->table : FIB_TABLE_MAIN, rc->metric);
+	}
+}
+
 /* Makes the FIB hold of one prefix what the dump listed of it (see above). */
 static void feed_pending_flush(struct feed *f)
 {
@@ -757,6 +840,10 @@ static void feed_pending_flush(struct feed *f)
 		struct fib_rcfg *rc = &p->r[d].rc;
 
 		rc->paths = p->r[d].paths;
+		if (feed_held_elsewhere(f, rc)) {
+			feed_shadowed(f, rc);
+			continue;
+		}
 		n = feed_view(f, rc, v);
 		for (i = 0; i < n && !feed_route_is(&v[i], rc); i++)
 			;
@@ -1309,7 +1396,12 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 	struct feed_job *j = (struct feed_job *)wj;
 	struct feed *f = j->f;
 
-	(void)d;
+	if (!f->listed) {
+		/* Listed by the writer, which alone reads the list (feed_claim()). */
+		f->next = d->feeds;
+		d->feeds = f;
+		f->listed = true;
+	}
 	switch (j->kind) {
 	case FEED_JOB_MSGS:
 		feed_apply_msgs(f, j->data, j->len);
@@ -1378,6 +1470,34 @@ static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data,
 }
 
 /* ------------------------------------------------------------ the API */
+
+int feed_claim(struct lcfibd *d, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	char p[ADDR_STRLEN + 4];
+
+	for (struct feed *f = d->feeds; f; f = f->next) {
+		struct feed_key k;
+		struct feed_key *slot;
+
+		if (!f->set.cap)
+			continue;
+		feed_key_of(&k, rc);
+		slot = feed_set_slot(&f->set, &k);
+		if (!slot->gen)
+			continue;
+		if (feed_fib_has_key(f, rc)) {
+			addr_prefix_format(&rc->dst, p, sizeof(p));
+			err_set(err, "%s table %u metric %u: held by the %s feed", p, k.table,
+				k.metric, f->name);
+			return -EBUSY;
+		}
+		/* Its route is gone (deleted by the operator): the key changes hands. */
+		feed_set_remove_at(&f->set, (size_t)(slot - f->set.k));
+		if (__atomic_load_n(&f->routes, __ATOMIC_RELAXED))
+			feed_dec(&f->routes, 1);
+	}
+	return 0;
+}
 
 struct feed *feed_new(struct lcfibd *d, const char *name)
 {

@@ -78,6 +78,17 @@ void feed_sync_end(struct feed *f);
  */
 void feed_sync_cut(struct feed *f);
 
+/*
+ * Writer thread: another source (the control socket, a route file) is
+ * about to add @rc. Returns -EBUSY, with @err naming the feed, when a feed
+ * holds its key (table, prefix, metric) and its route is in the FIB; a
+ * feed that holds the key but whose route is gone (deleted by the
+ * operator) gives the key up. 0: the key is free.
+ */
+struct fib_rcfg;
+struct errbuf;
+int feed_claim(struct lcfibd *d, const struct fib_rcfg *rc, struct errbuf *err);
+
 /* Loop thread: removes every route and nexthop object of the feed (it was turned off). */
 void feed_flush(struct feed *f);
 

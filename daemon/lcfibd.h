@@ -88,6 +88,10 @@ struct lcfibd {
 	/* the feeds (NULL: off) */
 	struct feed_kernel *kernel;
 	struct feed_fpm *fpm;
+	struct feed *feeds; /* every feed that has run, for feed_claim(); writer only */
+	/* the static routes applied (loop thread): their lines, in config order */
+	char **static_lines;
+	unsigned int n_static;
 
 	/* the FIB; changed only by the writer */
 	struct fib *fib;

@@ -779,7 +779,7 @@ static void rpc_route_run(struct lcfibd *d, struct writer_job *wj)
 
 	if (j->rt.op == ROUTEFILE_DEL)
 		j->ret = fib_route_del(d->fib, &j->rt.rc, &j->err);
-	else
+	else if (!(j->ret = feed_claim(d, &j->rt.rc, &j->err)))
 		j->ret = fib_route_add(d->fib, &j->rt.rc, &j->err);
 	rpc_count(d, !j->ret, !!j->ret);
 	if (j->ret)
@@ -963,6 +963,12 @@ static uint64_t rpc_load_skipped(const struct rpc_job *j)
 	return j->rf ? routefile_bad_lines(j->rf) : 0;
 }
 
+/* A route file's add: refused on a key a feed holds, as a control-socket add is. */
+static int rpc_load_claim(void *ctx, const struct fib_rcfg *rc, struct errbuf *err)
+{
+	return feed_claim(ctx, rc, err);
+}
+
 static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 {
 	struct rpc_job *j = (struct rpc_job *)wj;
@@ -973,6 +979,8 @@ static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
 		.name = j->path,
 		.max_size = d->max_file_size,
 		.cancel = &wj->cancel,
+		.claim = rpc_load_claim,
+		.claim_ctx = d,
 	};
 	struct rpc_progress p = { d, j };
 

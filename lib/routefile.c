@@ -1711,7 +1711,7 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, struct e
 	rf_op_rcfg(op, rf_op_paths(rf, op), &rc);
 	if (op->kind & RF_OP_DEL)
 		ret = fib_route_del_undo(f, &rc, &u, ferr);
-	else
+	else if (!rf->opts.claim || !(ret = rf->opts.claim(rf->opts.claim_ctx, &rc, ferr)))
 		ret = fib_route_add_undo(f, &rc, &u, ferr);
 	if (ret)
 		return ret;

@@ -111,6 +111,13 @@ struct routefile_opts {
 	 * leaves at once.
 	 */
 	const int *cancel;
+	/*
+	 * May be NULL. Called by routefile_apply() before each add: non-zero
+	 * (a negative errno, with @err set) refuses the add as the FIB would.
+	 * lcfibd refuses a key another source holds.
+	 */
+	int (*claim)(void *ctx, const struct fib_rcfg *rc, struct errbuf *err);
+	void *claim_ctx;
 };
 
 #define ROUTEFILE_CANCEL_OPS 4096 /* ops between looks at the cancel flag */

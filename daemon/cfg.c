@@ -142,6 +142,9 @@ static int cfg_prepare_kernel(struct lcfibd *d, const struct lyd_node *tree, str
 
 	if (cfg_kernel(tree, &kc, e))
 		return -1;
+	/* lcfibd -t checks the config; it opens no socket (a running daemon has them). */
+	if (d->check_only)
+		return 0;
 	return feed_kernel_prepare(d, &kc, e) ? -1 : 0;
 }
 
@@ -273,6 +276,9 @@ static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct
 
 	if (cfg_fpm_read(tree, &c, e))
 		return -1;
+	/* lcfibd -t: a port a running daemon holds must not fail the check. */
+	if (d->check_only)
+		return 0;
 	/* No running config yet: cfg_init() at start, where a taken port must not stop lcfibd. */
 	c.at_start = !d->running;
 	return feed_fpm_prepare(d, &c, e) ? -1 : 0;

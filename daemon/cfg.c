@@ -291,6 +291,53 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
+/*
+ * A route file added by an edit (or a reload) is loaded after the commit,
+ * by the writer: what would fail there for want of the file fails the
+ * edit here, with the reason, instead of only in the log. The file's
+ * lines are checked by the load itself (state ingest/last-load). At start
+ * a missing file does not stop lcfibd: its load fails and says so.
+ */
+static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree,
+				   struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+	int ret = 0;
+
+	if (!d->running)
+		return 0;
+	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS)
+		return 0;
+	for (uint32_t i = 0; i < set->count && !ret; i++) {
+		const char *path = lyd_get_value(set->dnodes[i]);
+		struct lyd_node *old = NULL;
+		const char *why = NULL;
+		char xp[4200];
+		struct stat st;
+		int fd;
+
+		snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path='%s']", path);
+		if (!strchr(path, '\'') && lyd_find_path(d->running, xp, 0, &old) == LY_SUCCESS &&
+		    old)
+			continue; /* loaded already */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0 || fstat(fd, &st))
+			why = strerror(errno);
+		else if (!S_ISREG(st.st_mode))
+			why = "not a regular file";
+		if (why) {
+			lcfibd_err_set(e, CTL_TAG_ROUTE_FILE,
+				       lyd_path(set->dnodes[i], LYD_PATH_STD, xp, sizeof(xp)),
+				       "route file %s: %s", path, why);
+			ret = -1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	ly_set_free(set, NULL);
+	return ret;
+}
+
 /* A route file added to the config is loaded now; at start main.c loads them all. */
 static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
@@ -315,7 +362,8 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/feeds/fpm/allowed-user", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/allowed-remote", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/hold-time", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
-	{ CFG_TOP "/route-files/route-file/path", NULL, cfg_apply_route_files, NULL },
+	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
+	  NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },
 };

@@ -92,10 +92,12 @@ static int defaults(struct lcfibd *d, struct opts *o)
 	char rundir[4096];
 	int ret = ctl_default_run_dir(rundir, sizeof(rundir));
 
-	if (!d->state_dir)
-		d->state_dir = geteuid() == 0 ? "/var/lib/lcfib"
-			       : state	      ? xasprintf(o, "%s/lcfib", state)
-					      : xasprintf(o, "%s/.local/state/lcfib", home ? home : "/tmp");
+	if (!d->state_dir && geteuid() == 0)
+		d->state_dir = "/var/lib/lcfib";
+	else if (!d->state_dir && state)
+		d->state_dir = xasprintf(o, "%s/lcfib", state);
+	else if (!d->state_dir)
+		d->state_dir = xasprintf(o, "%s/.local/state/lcfib", home ? home : "/tmp");
 	if (ret && !o->check_only && (!d->socket_path || !d->pidfile)) {
 		fprintf(stderr, "lcfibd: %s socket and pid file: give -s PATH and -p FILE, %s\n",
 			ret == -ENOENT ? CTL_NO_RUN_DIR : "XDG_RUNTIME_DIR is too long: no default",

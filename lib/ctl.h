@@ -107,8 +107,9 @@ int ctl_recv(int fd, uint32_t max, struct ctl_hdr *h, char **payload, struct err
 #define CTL_RUN_DIR_ROOT "/run/lcfib"
 #define CTL_SOCK_NAME    "lcfibd.sock"
 #define CTL_PID_NAME     "lcfibd.pid"
-/* Why there may be no default, and what to do: for lcfibd's and lcfibctl's errors. */
-#define CTL_NO_RUN_DIR   "not root and XDG_RUNTIME_DIR is unset: there is no default"
+
+/* Why there may be no default: for lcfibd's and lcfibctl's errors. */
+#define CTL_NO_RUN_DIR "not root and XDG_RUNTIME_DIR is unset: there is no default"
 
 /*
  * The default directory of lcfibd's socket and pid file, one rule for

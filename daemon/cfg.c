@@ -291,6 +291,20 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
+/* Whether @tree's route-files list has an entry for @path. */
+static bool cfg_has_route_file(const struct lyd_node *tree, const char *path)
+{
+	struct ly_set *set = NULL;
+	bool found = false;
+
+	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS)
+		return false;
+	for (uint32_t i = 0; i < set->count && !found; i++)
+		found = strcmp(lyd_get_value(set->dnodes[i]), path) == 0;
+	ly_set_free(set, NULL);
+	return found;
+}
+
 /*
  * A route file added by an edit (or a reload) is loaded after the commit,
  * by the writer: what would fail there for want of the file fails the
@@ -309,16 +323,12 @@ static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree
 	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS)
 		return 0;
 	for (uint32_t i = 0; i < set->count && !ret; i++) {
-		const char *path = lyd_get_value(set->dnodes[i]);
-		struct lyd_node *old = NULL;
-		const char *why = NULL;
+		const char *path = lyd_get_value(set->dnodes[i]), *why = NULL;
 		char xp[4200];
 		struct stat st;
 		int fd;
 
-		snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path='%s']", path);
-		if (!strchr(path, '\'') && lyd_find_path(d->running, xp, 0, &old) == LY_SUCCESS &&
-		    old)
+		if (cfg_has_route_file(d->running, path))
 			continue; /* loaded already */
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0 || fstat(fd, &st))

@@ -525,8 +525,11 @@ int main(int argc, char **argv)
 	socket_given = d.socket_path != NULL;
 	pidfile_given = d.pidfile != NULL;
 	config_given = d.config_path != NULL;
-	if (defaults(&d, &o))
+	if (defaults(&d, &o)) {
+		for (unsigned int i = 0; i < 6; i++)
+			free(o.owned[i]);
 		return 1;
+	}
 	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
 	/* Logging to syslog: start-up errors also go to the caller (not twice to journald). */
 	if (o.log_dest != 2 && !d.foreground && !getenv("JOURNAL_STREAM"))

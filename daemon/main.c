@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               this text\n"
 		"Defaults as root: /run/lcfib/lcfibd.sock, /run/lcfib/lcfibd.pid, /var/lib/lcfib;\n"
-		"otherwise $XDG_RUNTIME_DIR/lcfib/ and ${XDG_STATE_HOME:-~/.local/state}/lcfib.\n",
+		"otherwise $XDG_RUNTIME_DIR/lcfib/ and ${XDG_STATE_HOME:-~/.local/state}/lcfib\n"
+		"(without XDG_RUNTIME_DIR: no default, give -s and -p).\n",
 		LCFIB_YANG_DIR);
 }
 

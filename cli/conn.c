@@ -19,6 +19,12 @@ int cli_connect(struct cli *cli)
 
 	if (cli->fd >= 0)
 		return 0;
+	if (!cli->sock_path) {
+		cli_error(cli, NULL, NULL,
+			  "no control socket: " CTL_NO_RUN_DIR "; give -s PATH or set LCFIB_SOCKET "
+			  "(the system's daemon: -s " CTL_RUN_DIR_ROOT "/" CTL_SOCK_NAME ")");
+		return -ENOTCONN;
+	}
 	if (strlen(cli->sock_path) >= sizeof(sun.sun_path)) {
 		cli_error(cli, NULL, NULL, "cannot connect to %s: the path is too long",
 			  cli->sock_path);

@@ -13,12 +13,11 @@
 
 #include "config.h"
 #include "cli/cli.h"
+#include "lib/ctl.h"
 
 #ifndef LCFIB_YANG_DIR
 #define LCFIB_YANG_DIR "/usr/local/share/lcfib/yang"
 #endif
-
-#define CLI_SOCK_ROOT "/run/lcfib/lcfibd.sock"
 
 const struct cli_cmd cli_cmds[] = {
 	{ "set", "PATH... VALUE",
@@ -189,18 +188,21 @@ static void cli_help_options(FILE *f)
 }
 
 /*
- * $LCFIB_SOCKET, else the system daemon's socket for root and the user's
- * own daemon's for anyone else (as lcfibd picks its default).
+ * $LCFIB_SOCKET, else lcfibd's default (ctl_default_run_dir(), the rule
+ * lcfibd follows): the system daemon's socket for root, the user's own
+ * daemon's for anyone else. NULL when there is none: cli_connect() says why.
  */
 static const char *cli_default_socket(char *buf, size_t size)
 {
-	const char *env = getenv("LCFIB_SOCKET"), *run = getenv("XDG_RUNTIME_DIR");
+	const char *env = getenv("LCFIB_SOCKET");
+	size_t n;
 
 	if (env && *env)
 		return env;
-	if (geteuid() == 0 || !run || !*run)
-		return CLI_SOCK_ROOT;
-	snprintf(buf, size, "%s/lcfib/lcfibd.sock", run);
+	if (ctl_default_run_dir(buf, size))
+		return NULL;
+	n = strlen(buf);
+	snprintf(buf + n, size - n, "/%s", CTL_SOCK_NAME);
 	return buf;
 }
 

@@ -154,6 +154,9 @@ static int cfg_prepare_kernel(struct lcfibd *d, const struct lyd_node *tree, str
 
 	if (cfg_kernel(tree, &kc, e))
 		return -1;
+	/* lcfibd -t checks the config; it opens no socket (a running daemon has them). */
+	if (d->check_only)
+		return 0;
 	return feed_kernel_prepare(d, &kc, e) ? -1 : 0;
 }
 
@@ -285,6 +288,9 @@ static int cfg_prepare_fpm(struct lcfibd *d, const struct lyd_node *tree, struct
 
 	if (cfg_fpm_read(tree, &c, e))
 		return -1;
+	/* lcfibd -t: a port a running daemon holds must not fail the check. */
+	if (d->check_only)
+		return 0;
 	/* No running config yet: cfg_init() at start, where a taken port must not stop lcfibd. */
 	c.at_start = !d->running;
 	return feed_fpm_prepare(d, &c, e) ? -1 : 0;
@@ -297,11 +303,31 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
+/* Whether @tree's route-files list has an entry for @path. */
+static bool cfg_has_route_file(const struct lyd_node *tree, const char *path)
+{
+	struct ly_set *set = NULL;
+	bool found = false;
+
+	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS)
+		return false;
+	for (uint32_t i = 0; i < set->count && !found; i++)
+		found = strcmp(lyd_get_value(set->dnodes[i]), path) == 0;
+	ly_set_free(set, NULL);
+	return found;
+}
+
 /*
- * A route file added by a client must be one the client may read: the
- * daemon reads it with its own rights (root) now and at every start. At
- * start and on SIGHUP the config is root's own file: nothing to check;
- * nor for root, whose files are the daemon's anyway.
+ * A route file added by an edit (or a reload) is loaded after the commit,
+ * by the writer: what would fail there for want of the file fails the
+ * edit here, with the reason, instead of only in the log. It must also be
+ * one the editing client may read: the daemon reads it with its own
+ * rights (root) now and at every start, so it is opened as the client
+ * (peer_open(); root's and our own user's rights are the daemon's). The
+ * file's lines are checked by the load itself (state ingest/last-load).
+ * At start a missing file does not stop lcfibd: its load fails and says
+ * so; on SIGHUP the config is root's own file, opened with the daemon's
+ * rights.
  */
 static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree,
 				   struct lcfibd_err *e)
@@ -309,8 +335,7 @@ static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree
 	struct ly_set *set = NULL;
 	int ret = 0;
 
-	/* Root's and our own user's edits: the daemon's rights are theirs, a load says what fails. */
-	if (!d->editor || d->editor->uid == 0 || d->editor->uid == geteuid())
+	if (!d->running)
 		return 0;
 	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS) {
 		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/route-files",
@@ -319,27 +344,24 @@ static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree
 	}
 	for (uint32_t i = 0; i < set->count && !ret; i++) {
 		const char *path = lyd_get_value(set->dnodes[i]);
-		struct lyd_node *old = NULL;
 		struct errbuf err;
-		char xp[4400];
+		char xp[4200];
 		int fd;
 
-		if (!path)
-			continue;
-		snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path='%s']", path);
-		if (!strchr(path, '\'') && lyd_find_path(d->running, xp, 0, &old) == LY_SUCCESS)
+		if (!path || cfg_has_route_file(d->running, path))
 			continue; /* there before this edit */
-		fd = peer_open(d->editor, path, d->max_file_size, &err);
-		if (fd < 0) {
+		fd = d->editor ? peer_open(d->editor, path, d->max_file_size, &err)
+			       : routefile_open(path, d->max_file_size, &err);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		if (d->editor)
 			log_notice("config edit by pid %d uid %u refused: %s", (int)d->editor->pid,
 				   (unsigned int)d->editor->uid, err.msg);
-			lcfibd_err_set(
-				e, fd == -EACCES || fd == -EPERM ? CTL_TAG_DENIED : CTL_TAG_INVALID,
-				CFG_TOP "/route-files/route-file/path", "%s", err.msg);
-			ret = -1;
-		} else {
-			close(fd);
-		}
+		lcfibd_err_set(e, fd == -EACCES || fd == -EPERM ? CTL_TAG_DENIED : CTL_TAG_ROUTE_FILE,
+			       lyd_path(set->dnodes[i], LYD_PATH_STD, xp, sizeof(xp)), "%s", err.msg);
+		ret = -1;
 	}
 	ly_set_free(set, NULL);
 	return ret;

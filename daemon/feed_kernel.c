@@ -218,32 +218,40 @@ static int feed_kernel_open(struct mnl_socket **nl, const char *what, struct lcf
 
 /*
  * The event socket's receive buffer: beyond net.core.rmem_max only with
- * CAP_NET_ADMIN (SO_RCVBUFFORCE), else capped there. Returns what the
- * kernel gave (twice the request: it counts its bookkeeping), or -errno.
+ * CAP_NET_ADMIN (SO_RCVBUFFORCE), else capped there (SO_RCVBUF); *@how
+ * names the option that set it. Returns what the kernel gave (twice the
+ * request: it counts its bookkeeping), or -errno.
  */
-static int feed_kernel_set_rcvbuf(struct mnl_socket *nl, uint32_t bytes)
+static int feed_kernel_set_rcvbuf(struct mnl_socket *nl, uint32_t bytes, const char **how)
 {
 	int fd = mnl_socket_get_fd(nl), v = bytes > INT_MAX / 2 ? INT_MAX / 2 : (int)bytes, got = 0;
 	socklen_t len = sizeof(got);
 
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) &&
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)))
-		return -errno;
+	*how = "SO_RCVBUFFORCE";
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v))) {
+		*how = "SO_RCVBUF";
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)))
+			return -errno;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len))
 		return -errno;
 	return got;
 }
 
-static void feed_kernel_log_rcvbuf(const struct feed_kernel *k, int got)
+/* Sets the running event socket's receive buffer and says how it went. */
+static void feed_kernel_rcvbuf(const struct feed_kernel *k)
 {
+	const char *how;
+	int got = feed_kernel_set_rcvbuf(k->ev, k->cfg.receive_buffer, &how);
+
 	if (got < 0)
 		log_warn("kernel feed: cannot set the receive buffer: %s", strerror(-got));
 	else if ((uint64_t)got < 2 * (uint64_t)k->cfg.receive_buffer)
-		log_notice("kernel feed: receive buffer %d bytes, not the %u asked for: "
+		log_notice("kernel feed: receive buffer %d bytes by %s, not the %u asked for: "
 			   "net.core.rmem_max caps it without CAP_NET_ADMIN",
-			   got, k->cfg.receive_buffer);
+			   got, how, k->cfg.receive_buffer);
 	else
-		log_info("kernel feed: receive buffer %d bytes", got);
+		log_notice("kernel feed: receive buffer %d bytes by %s", got, how);
 }
 
 /*
@@ -252,6 +260,7 @@ static void feed_kernel_log_rcvbuf(const struct feed_kernel *k, int got)
  */
 static int feed_kernel_open_events(struct feed_kernel *k, uint32_t rcvbuf, struct lcfibd_err *e)
 {
+	const char *how;
 	int ret;
 
 	if (feed_kernel_open(&k->next_ev, "event", e))
@@ -268,7 +277,7 @@ static int feed_kernel_open_events(struct feed_kernel *k, uint32_t rcvbuf, struc
 			return -1;
 		}
 	}
-	ret = feed_kernel_set_rcvbuf(k->next_ev, rcvbuf);
+	ret = feed_kernel_set_rcvbuf(k->next_ev, rcvbuf, &how);
 	if (ret < 0) {
 		lcfibd_err_set(e, CTL_TAG_FAILED, "/lcfib:lcfib/feeds/kernel/receive-buffer",
 			       "kernel feed: cannot set the receive buffer to %u bytes: %s", rcvbuf,
@@ -887,7 +896,7 @@ static void feed_kernel_start(struct feed_kernel *k)
 	k->state = FEED_KERNEL_RUNNING;
 	feed_kernel_tables_text(&k->cfg, tables, sizeof(tables));
 	log_notice("kernel feed: started (tables %s)", tables);
-	feed_kernel_log_rcvbuf(k, feed_kernel_set_rcvbuf(k->ev, k->cfg.receive_buffer));
+	feed_kernel_rcvbuf(k);
 	feed_kernel_dump(k, false);
 }
 
@@ -904,7 +913,7 @@ static void feed_kernel_reconfigure(struct feed_kernel *k, const struct feed_ker
 	char tables[256];
 
 	if (k->cfg.receive_buffer != old->receive_buffer && k->ev)
-		feed_kernel_log_rcvbuf(k, feed_kernel_set_rcvbuf(k->ev, k->cfg.receive_buffer));
+		feed_kernel_rcvbuf(k);
 	if (feed_kernel_same_tables(&k->cfg, old) || !k->feed)
 		return;
 	feed_set_tables(k->feed, k->cfg.tables, k->cfg.n_tables);

@@ -84,6 +84,7 @@ struct lcfibd {
 	bool socket_dir_ours; /* lcfibd made the socket's directory */
 	int log_level_opt;    /* -1: the configured one */
 	bool foreground;
+	bool check_only; /* -t: the config's prepare() opens no socket */
 
 	/* the feeds (NULL: off) */
 	struct feed_kernel *kernel;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -20,6 +21,7 @@
 #include "config.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "lib/ctl.h"
 #include "lib/ifname.h"
 
 #ifndef LCFIB_YANG_DIR
@@ -44,7 +46,8 @@ static void usage(FILE *f)
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               this text\n"
 		"Defaults as root: /run/lcfib/lcfibd.sock, /run/lcfib/lcfibd.pid, /var/lib/lcfib;\n"
-		"otherwise $XDG_RUNTIME_DIR/lcfib/ and ${XDG_STATE_HOME:-~/.local/state}/lcfib.\n",
+		"otherwise $XDG_RUNTIME_DIR/lcfib/ and ${XDG_STATE_HOME:-~/.local/state}/lcfib\n"
+		"(without XDG_RUNTIME_DIR: no default, give -s and -p).\n",
 		LCFIB_YANG_DIR);
 }
 
@@ -79,31 +82,38 @@ static char *xasprintf(struct opts *o, const char *fmt, ...)
 	return s;
 }
 
-static void defaults(struct lcfibd *d, struct opts *o)
+/*
+ * The defaults of what the options did not give. Returns -1 (having said
+ * why) when the socket or the pid file has none: a user other than root
+ * without XDG_RUNTIME_DIR, where lcfibctl finds no default either.
+ */
+static int defaults(struct lcfibd *d, struct opts *o)
 {
-	const char *run = getenv("XDG_RUNTIME_DIR"), *state = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	const char *rundir;
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char rundir[4096];
+	int ret = ctl_default_run_dir(rundir, sizeof(rundir));
 
-	if (geteuid() == 0) {
-		rundir = "/run/lcfib";
-		if (!d->state_dir)
-			d->state_dir = "/var/lib/lcfib";
-	} else {
-		rundir = xasprintf(o, "%s/lcfib", run ? run : "/tmp");
-		if (!d->state_dir)
-			d->state_dir =
-				state ? xasprintf(o, "%s/lcfib", state)
-				      : xasprintf(o, "%s/.local/state/lcfib", home ? home : "/tmp");
+	if (!d->state_dir && geteuid() == 0)
+		d->state_dir = "/var/lib/lcfib";
+	else if (!d->state_dir && state)
+		d->state_dir = xasprintf(o, "%s/lcfib", state);
+	else if (!d->state_dir)
+		d->state_dir = xasprintf(o, "%s/.local/state/lcfib", home ? home : "/tmp");
+	if (ret && !o->check_only && (!d->socket_path || !d->pidfile)) {
+		fprintf(stderr, "lcfibd: %s socket and pid file: give -s PATH and -p FILE, %s\n",
+			ret == -ENOENT ? CTL_NO_RUN_DIR : "XDG_RUNTIME_DIR is too long: no default",
+			"or set XDG_RUNTIME_DIR (lcfibctl then finds the socket too)");
+		return -1;
 	}
 	if (!d->socket_path)
-		d->socket_path = xasprintf(o, "%s/lcfibd.sock", rundir);
+		d->socket_path = ret ? "" : xasprintf(o, "%s/%s", rundir, CTL_SOCK_NAME);
 	if (!d->pidfile)
-		d->pidfile = xasprintf(o, "%s/lcfibd.pid", rundir);
+		d->pidfile = ret ? "" : xasprintf(o, "%s/%s", rundir, CTL_PID_NAME);
 	if (!d->config_path)
 		d->config_path = xasprintf(o, "%s/lcfibd.json", d->state_dir);
 	if (!d->yang_dir)
 		d->yang_dir = getenv("LCFIB_YANG_DIR") ? getenv("LCFIB_YANG_DIR") : LCFIB_YANG_DIR;
+	return 0;
 }
 
 static int parse_args(struct lcfibd *d, struct opts *o, int argc, char **argv)
@@ -228,20 +238,68 @@ static int yang_init(struct lcfibd *d)
 	return 0;
 }
 
-static int pidfile_write(const char *path)
+/*
+ * Takes the pid file: opens it without truncating, locks it (flock, held
+ * until exit by the descriptor, which the daemon keeps), then writes our
+ * pid. A file another lcfibd holds is left alone: this one refuses to
+ * start, naming that daemon's pid. Returns the descriptor, or -1.
+ */
+static int pidfile_take(const char *path)
 {
-	char buf[32];
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	char buf[32] = "";
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int n;
 
-	if (fd < 0 || write(fd, buf, (size_t)n) != n) {
+	if (fd < 0) {
 		log_err("pid file %s: %m", path);
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
-	close(fd);
-	return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK) {
+			n = (int)pread(fd, buf, sizeof(buf) - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			buf[strcspn(buf, "\n")] = '\0';
+			log_err("pid file %s is locked by a running lcfibd (pid %s): not starting",
+				path, buf[0] ? buf : "unknown");
+		} else {
+			log_err("pid file %s: lock: %m", path);
+		}
+		close(fd);
+		return -1;
+	}
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) {
+		log_err("pid file %s: %m", path);
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A path given on the command line (-s, -p, -c): its directory must
+ * exist. Only the defaults' directories are made (/run/lcfib, the state
+ * directory): a typo in an option must not make a tree of directories.
+ */
+static int dir_given_exists(const char *opt, const char *path)
+{
+	char buf[4096], *slash;
+	struct stat st;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return 0;
+	slash[slash == buf] = '\0';
+	if (stat(buf, &st))
+		log_err("%s %s: the directory %s: %m (lcfibd makes only its default directories)",
+			opt, path, buf);
+	else if (!S_ISDIR(st.st_mode))
+		log_err("%s %s: %s is not a directory", opt, path, buf);
+	else
+		return 0;
+	return -1;
 }
 
 /* The signals the loop reads from a signalfd. */
@@ -455,8 +513,8 @@ int main(int argc, char **argv)
 	};
 	struct opts o = { 0 };
 	int ready_fd = -1, status = 1, ret;
-	bool socket_given;
-	bool pid_written = false;
+	bool socket_given, pidfile_given, config_given;
+	int pid_fd = -1;
 
 	sigset_t set;
 
@@ -464,8 +522,15 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.ingest.lock, NULL);
 	if (parse_args(&d, &o, argc, argv))
 		return 2;
+	d.check_only = o.check_only;
 	socket_given = d.socket_path != NULL;
-	defaults(&d, &o);
+	pidfile_given = d.pidfile != NULL;
+	config_given = d.config_path != NULL;
+	if (defaults(&d, &o)) {
+		for (unsigned int i = 0; i < 6; i++)
+			free(o.owned[i]);
+		return 1;
+	}
 	log_open(o.log_dest == 1 || (o.log_dest == 0 && !d.foreground && !o.check_only));
 	/* Logging to syslog: start-up errors also go to the caller (not twice to journald). */
 	if (o.log_dest != 2 && !d.foreground && !getenv("JOURNAL_STREAM"))
@@ -483,6 +548,10 @@ int main(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	if ((socket_given && dir_given_exists("-s", d.socket_path)) ||
+	    (pidfile_given && dir_given_exists("-p", d.pidfile)) ||
+	    (config_given && dir_given_exists("-c", d.config_path)))
+		goto out;
 	ret = mkdir_for(d.socket_path);
 	d.socket_dir_ours = ret > 0 || (!socket_given && ret == 0);
 	if (ret < 0 || mkdir_for(d.pidfile) < 0 || mkdir_for(d.config_path) < 0)
@@ -498,9 +567,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
-	if (loop_init(&d) || ctl_listen(&d) || pidfile_write(d.pidfile))
+	/* The pid file first: a second lcfibd given it stops before touching the socket. */
+	pid_fd = pidfile_take(d.pidfile);
+	if (pid_fd < 0 || loop_init(&d) || ctl_listen(&d))
 		goto out;
-	pid_written = true;
 	d.writer = writer_start(&d);
 	if (!d.writer || lcfibd_watch(&d, writer_event_fd(d.writer), EPOLLIN, &src_writer)) {
 		log_err("cannot start the writer thread: %m");
@@ -519,8 +589,10 @@ int main(int argc, char **argv)
 	fib_reader_unregister();
 out:
 	daemon_ready(&ready_fd, (unsigned char)status, o.log_dest == 2);
-	if (pid_written)
-		unlink(d.pidfile);
+	if (pid_fd >= 0) {
+		unlink(d.pidfile); /* still locked: no other lcfibd took it meanwhile */
+		close(pid_fd);
+	}
 	shutdown_all(&d, &o);
 	log_close();
 	return status;

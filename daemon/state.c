@@ -142,6 +142,7 @@ static int state_reclaim(struct lyd_node *st, const struct reclaim_stats *r)
 	ret |= state_u64(n, "freed-bytes", r->freed_bytes);
 	ret |= state_u64(n, "pending-bytes", r->pending_bytes);
 	ret |= state_u64(n, "peak-pending-bytes", r->peak_pending);
+	ret |= state_u64(n, "max-object", r->max_object);
 	ret |= state_u64(n, "retired-objects", r->retired_objects);
 	ret |= state_u64(n, "background-batches", r->background_batches);
 	return ret;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -210,4 +211,18 @@ int ctl_recv(int fd, uint32_t max, struct ctl_hdr *h, char **payload, struct err
 	p[h->len] = '\0';
 	*payload = p;
 	return 0;
+}
+
+int ctl_default_run_dir(char *buf, size_t size)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (geteuid() == 0)
+		n = snprintf(buf, size, "%s", CTL_RUN_DIR_ROOT);
+	else if (run && *run)
+		n = snprintf(buf, size, "%s/lcfib", run);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }

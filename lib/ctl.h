@@ -112,4 +112,21 @@ int ctl_send_fd(int fd, unsigned int type, unsigned int flags, uint32_t id, cons
 		size_t len, int pass_fd);
 int ctl_recv(int fd, uint32_t max, struct ctl_hdr *h, char **payload, struct errbuf *err);
 
+/* The daemon's run directory and the names of its socket and pid file in it. */
+#define CTL_RUN_DIR_ROOT "/run/lcfib"
+#define CTL_SOCK_NAME    "lcfibd.sock"
+#define CTL_PID_NAME     "lcfibd.pid"
+
+/* Why there may be no default: for lcfibd's and lcfibctl's errors. */
+#define CTL_NO_RUN_DIR "not root and XDG_RUNTIME_DIR is unset: there is no default"
+
+/*
+ * The default directory of lcfibd's socket and pid file, one rule for
+ * lcfibd and lcfibctl so that they meet: CTL_RUN_DIR_ROOT for root,
+ * $XDG_RUNTIME_DIR/lcfib for anyone else. Returns 0, or -ENOENT when there
+ * is none (not root and XDG_RUNTIME_DIR unset or empty: a shared temporary
+ * directory would let another user's daemon answer), or -ENAMETOOLONG.
+ */
+int ctl_default_run_dir(char *buf, size_t size);
+
 #endif

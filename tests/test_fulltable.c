@@ -585,12 +585,90 @@ static void test_fulltable_delete_all_returns_memory(void **state)
 	s->deleted = 1;
 }
 
+/* The widest internal node of a table, in bytes (as the tries count them: lib/trie-tmpl.h). */
+static uint64_t ft_widest_node(const struct fib *f, int family)
+{
+	const struct fib_table *tb;
+	struct trie_stats st;
+	unsigned int bits = 0;
+
+	fib_read_lock();
+	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
+	if (tb) {
+		fib_table_stats_rcu(tb, &st);
+		for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
+			bits = st.nodes_by_bits[b] ? b : bits;
+	}
+	fib_read_unlock();
+	return bits ? (24 + (9ull << bits) + 7) & ~7ull : 0;
+}
+
+static void ft_expect_bound(const struct fib *f, uint64_t sync_mem, const char *after)
+{
+	struct fib_state fs;
+
+	fib_get_state(f, &fs);
+	print_message("  sync-mem %llu, after %s: peak pending %llu, max object %llu\n",
+		      (unsigned long long)sync_mem, after,
+		      (unsigned long long)fs.reclaim.peak_pending,
+		      (unsigned long long)fs.reclaim.max_object);
+	assert_true(fs.reclaim.peak_pending <= sync_mem + fs.reclaim.max_object);
+}
+
+/*
+ * A flush removes prefix after prefix: the widest node (the IPv4 root,
+ * 18 bits, 2.25 MiB) is halved and retired many times on the way. The
+ * bound pending <= sync-mem + the largest object retired holds through
+ * flushes of each family and of every table, at the smallest sync-mem and
+ * at the default; max-object is at least the widest node the table had.
+ */
+static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
+{
+	struct ft *s = *state;
+	static const uint64_t sync_mem[] = { 64 * 1024, 512 * 1024 };
+
+	ft_need_data(s);
+	for (unsigned int i = 0; i < 2; i++) {
+		struct ft t = *s;
+		uint64_t widest;
+		struct fib_state fs;
+
+		t.fib = fib_new();
+		assert_non_null(t.fib);
+		assert_int_equal(fib_set_sync_mem(t.fib, sync_mem[i]), 0);
+		t.ref4 = ref_new(AF_INET);
+		t.ref6 = ref_new(AF_INET6);
+		ft_add_all(&t, t.data.v4, t.data.n4, t.ref4, t.gw4);
+		ft_add_all(&t, t.data.v6, t.data.n6, t.ref6, t.gw6);
+		widest = ft_widest_node(t.fib, AF_INET);
+		assert_true(widest > 2000000);
+		ft_expect_bound(t.fib, sync_mem[i], "the load");
+		assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET), 0);
+		ft_expect_bound(t.fib, sync_mem[i], "a flush of IPv4");
+		assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET6), 0);
+		ft_expect_bound(t.fib, sync_mem[i], "a flush of IPv6");
+		fib_get_state(t.fib, &fs);
+		assert_int_equal(fs.routes4 + fs.routes6, 0);
+		ft_add_all(&t, t.data.v4, t.data.n4, t.ref4, t.gw4);
+		ft_add_all(&t, t.data.v6, t.data.n6, t.ref6, t.gw6);
+		assert_int_equal(fib_table_flush(t.fib, 0, AF_UNSPEC), 0);
+		ft_expect_bound(t.fib, sync_mem[i], "a flush of every table");
+		fib_get_state(t.fib, &fs);
+		assert_true(fs.reclaim.max_object >= widest);
+		fib_reclaim_barrier(t.fib);
+		fib_destroy(t.fib);
+		ref_free(t.ref4);
+		ref_free(t.ref6);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fulltable_loads_every_prefix),
 		cmocka_unit_test(test_fulltable_lookups_match_reference),
 		cmocka_unit_test(test_fulltable_delete_all_returns_memory),
+		cmocka_unit_test(test_fulltable_flush_keeps_the_reclamation_bound),
 	};
 
 	int failed = cmocka_run_group_tests_name("fulltable", tests, group_setup, group_teardown);

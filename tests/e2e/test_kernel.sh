@@ -479,7 +479,7 @@ test_an_unprivileged_lcfibd_mirrors_read_only()
 	in_ns ip -batch "$T/k.batch" || fail "ip -batch"
 	converge k
 	# Without CAP_NET_ADMIN the receive buffer stops at net.core.rmem_max.
-	log_has k "not the [0-9]+ asked for" || fail "the capped receive buffer is not logged"
+	log_has k "bytes by SO_RCVBUF, not the [0-9]+ asked for" || fail "the capped receive buffer is not logged"
 }
 
 test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored()
@@ -515,7 +515,7 @@ test_routes_appended_to_one_prefix_are_all_mirrored()
 	k_start k
 	converge k
 	# As root the receive buffer goes past net.core.rmem_max (SO_RCVBUFFORCE).
-	log_has k "kernel feed: receive buffer [0-9]+ bytes$" ||
+	log_has k "kernel feed: receive buffer [0-9]+ bytes by SO_RCVBUFFORCE$" ||
 		fail "the receive buffer's size is not logged, or is capped"
 	in_ns ip route append 203.0.115.0/24 via 198.18.0.2
 	in_ns ip route append 203.0.115.0/24 via 198.18.0.3

@@ -201,6 +201,14 @@ static uint8_t rtnl_nh_flags(unsigned int rtnh_flags)
 			 (rtnh_flags & RTNH_F_LINKDOWN ? NH_F_LINKDOWN : 0));
 }
 
+/* The other way: what a path's flags say as RTNH_F_* (the encoder's). */
+static unsigned int rtnl_rtnh_flags(uint8_t nh_flags)
+{
+	return (nh_flags & NH_F_ONLINK ? RTNH_F_ONLINK : 0) |
+	       (nh_flags & NH_F_DEAD ? RTNH_F_DEAD : 0) |
+	       (nh_flags & NH_F_LINKDOWN ? RTNH_F_LINKDOWN : 0);
+}
+
 static int rtnl_hop(const struct rtnexthop *nh, const uint8_t *attrs, int family, struct nh_path *p,
 		    struct errbuf *err)
 {
@@ -749,7 +757,7 @@ static bool rtnl_put_hop(struct nlmsghdr *nlh, size_t size, int family, const st
 	memset(nh, 0, sizeof(*nh));
 	nh->rtnh_hops = (uint8_t)(p->weight - 1);
 	nh->rtnh_ifindex = (int)p->ifindex;
-	nh->rtnh_flags = p->flags & NH_F_ONLINK ? RTNH_F_ONLINK : 0;
+	nh->rtnh_flags = (unsigned char)rtnl_rtnh_flags(p->flags);
 	nlh->nlmsg_len += RTNH_ALIGN(sizeof(*nh));
 	if (!rtnl_put_gateway(nlh, size, family, p))
 		return false;
@@ -806,8 +814,8 @@ size_t rtnl_encode_route(void *buf, size_t size, uint16_t type, uint16_t flags, 
 	rtm.rtm_scope = rc->scope;
 	rtm.rtm_type = rc->type;
 	rtm.rtm_flags = r->rtm_flags;
-	if (rc->n_paths == 1 && rc->paths[0].flags & NH_F_ONLINK)
-		rtm.rtm_flags |= RTNH_F_ONLINK;
+	if (rc->n_paths == 1)
+		rtm.rtm_flags |= rtnl_rtnh_flags(rc->paths[0].flags);
 	nlh = rtnl_put_header(buf, size, type, flags, seq, &rtm, sizeof(rtm));
 	if (!nlh)
 		return 0;

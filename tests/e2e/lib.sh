@@ -109,17 +109,19 @@ expect_eq()
 	[ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
 }
 
-# expect_match TEXT EXTENDED-REGEX WHAT
+# expect_match TEXT EXTENDED-REGEX WHAT (a here-string, not a pipe: grep -q
+# stops at the first match, and under pipefail the writer's SIGPIPE would
+# fail the match)
 expect_match()
 {
-	printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: '$2' not found in:
+	grep -Eq -- "$2" <<<"$1" || fail "$3: '$2' not found in:
 $1"
 }
 
 # expect_no_match TEXT EXTENDED-REGEX WHAT
 expect_no_match()
 {
-	! printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: '$2' unexpectedly found in:
+	! grep -Eq -- "$2" <<<"$1" || fail "$3: '$2' unexpectedly found in:
 $1"
 }
 

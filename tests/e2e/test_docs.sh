@@ -44,6 +44,8 @@ declare -A EXPECT=(
 	['lcfibctl']='0 '
 	['lcfibctl set feeds kernel enabled true']='0 '
 	['lcfibctl set feeds fpm enabled true']='0 '
+	['lcfibctl route show proto static dev eth0']='0 '
+	['lcfibctl show routes summary']='0 '
 	['lcfibctl show feeds']='0 ^feed fpm'
 	# lcfibctl(8)
 	['lcfibctl load /srv/fullview.routes format batch transient']='0 ^applied +1062046$'

@@ -241,7 +241,7 @@ test_a_route_file_edit_that_cannot_apply_fails_with_the_reason()
 	st=0
 	out=$(cli "$s" set route-files route-file "$T" 2>&1) || st=$?
 	expect_eq "$st" 1 "lcfibctl's status for a directory"
-	expect_match "$out" "not a regular file" "the error for a directory"
+	expect_match "$out" "is a directory: only regular files are read as route files.*route-file-error" "the error for a directory"
 	printf 'route add 10.91.0.0/16 via 192.0.2.1\n' >"$T/good.routes"
 	expect_status 0 cli "$s" set route-files route-file "$T/good.routes"
 	for _ in $(seq 50); do

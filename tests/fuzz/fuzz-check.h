@@ -44,11 +44,21 @@ static void fuzz_route_canonical(struct rtnl_route *r)
 	r->rc.paths = NULL;
 	if (r->rc.n_paths != 1)
 		return;
+	static const struct {
+		unsigned int rtnh;
+		uint8_t nh;
+	} same[] = { { RTNH_F_ONLINK, NH_F_ONLINK },
+		     { RTNH_F_DEAD, NH_F_DEAD },
+		     { RTNH_F_LINKDOWN, NH_F_LINKDOWN } };
+
 	r->paths[0].weight = 1;
-	if (r->rtm_flags & RTNH_F_ONLINK)
-		r->paths[0].flags |= NH_F_ONLINK;
-	if (r->paths[0].flags & NH_F_ONLINK)
-		r->rtm_flags |= RTNH_F_ONLINK;
+	/* A single path's flags and the route's rtm_flags say the same. */
+	for (unsigned int i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		if (r->rtm_flags & same[i].rtnh)
+			r->paths[0].flags |= same[i].nh;
+		if (r->paths[0].flags & same[i].nh)
+			r->rtm_flags |= same[i].rtnh;
+	}
 }
 
 static void fuzz_route_same(struct rtnl_route a, struct rtnl_route b)

@@ -34,6 +34,17 @@ start_full()
 		>/dev/null || fail "the full table did not load"
 }
 
+# latency_bound SECONDS: the bound for this build; ten times it in a
+# sanitizer build, whose daemon runs several times slower.
+latency_bound()
+{
+	if grep -Eq -- '-fsanitize=' "$E2E_BUILDDIR/Makefile" 2>/dev/null; then
+		awk -v s="$1" 'BEGIN { print s * 10 }'
+	else
+		echo "$1"
+	fi
+}
+
 test_a_client_that_never_reads_neither_stalls_others_nor_keeps_the_daemon_busy()
 {
 	local s out
@@ -43,8 +54,10 @@ test_a_client_that_never_reads_neither_stalls_others_nor_keeps_the_daemon_busy()
 	out=$(abuse greedy "$s" "$(d_pid greedy)" 60)
 	echo "$out" | sed 's/^/# greedy: /'
 	expect_eq "$(figure "$out" prober_error)" "" "the other client's requests"
-	# Typically under 0.2 s (0.3 s in a loaded make check); starved, over 60 s.
-	below "$(figure "$out" max_latency)" 1 ||
+	# Typically under 0.2 s (0.3 s in a loaded make check; a sanitizer build
+	# runs the daemon several times slower: 1.4 s seen under TSan); starved,
+	# over 60 s.
+	below "$(figure "$out" max_latency)" "$(latency_bound 1)" ||
 		fail "another client's state took $(figure "$out" max_latency) s while one never read"
 	expect_eq "$(figure "$out" dropped)" 1 "the greedy client dropped"
 	expect_eq "$(value "$s" /lcfib:lcfib/state/control/dropped)" 1 "state control/dropped"
@@ -64,7 +77,7 @@ test_listings_nobody_reads_keep_the_daemon_small_and_others_served()
 	out=$(abuse listing "$s" "$(d_pid lister)" 10 3)
 	echo "$out" | sed 's/^/# listing: /'
 	expect_eq "$(figure "$out" prober_error)" "" "the other client's requests"
-	below "$(figure "$out" max_latency)" 0.5 ||
+	below "$(figure "$out" max_latency)" "$(latency_bound 0.5)" ||
 		fail "another client's state took $(figure "$out" max_latency) s during the listings"
 	grown=$(($(figure "$out" rss_max) - $(figure "$out" rss_before)))
 	[ "$grown" -lt 65536 ] || fail "the daemon grew by $grown KiB during three unread listings"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sums the test cases of a `make check` run from its logs: cmocka's own
 # counts per program, and one failure for a program that died before
-# printing them. Prints "N passed, N failed[, N skipped]".
+# printing them. Prints the five slowest programs (a log's birth to its
+# last write), then "N passed, N failed[, N skipped]".
 # Usage: tools/summarize.sh BUILDDIR
 set -uo pipefail
 dir=$1
@@ -30,6 +31,11 @@ for trs in "$dir"/tests/*.trs "$dir"/tests/*/*.trs; do
 		failed=$((failed + 1))
 	fi
 done
+for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
+	[ -e "${log%.log}.trs" ] || continue
+	born=$(stat -c %W "$log") changed=$(stat -c %Y "$log")
+	[ "$born" -gt 0 ] && echo "$((changed - born)) ${log#"$dir"/}"
+done | sort -rn | head -n 5 | awk '{ printf "# slowest: %s %d s\n", $2, $1 }'
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else

@@ -310,6 +310,10 @@ ctl() { "$PYTHON" "$E2E_HELPERS/ctl.py" "$@"; }
 # value SOCK XPATH: the value of one leaf (config or state), or nothing.
 value() { "$PYTHON" "$E2E_HELPERS/ctl.py" "$1" value "$2"; }
 
+# value_is SOCK PATH WANT: whether the leaf at PATH reads WANT now (for
+# wait_until, which must ask again on each try).
+value_is() { [ "$(value "$1" "$2")" = "$3" ]; }
+
 # wait_until WHAT CMD...: retries CMD until it succeeds. The bound (120 s)
 # only keeps a broken daemon from hanging the run; nothing asserts a time.
 wait_until()
@@ -358,26 +362,28 @@ fullview_file()
 # subshell (the daemons it starts die with it); records pass, fail or skip.
 t_case()
 {
-	local name=$1 st=0
+	local name=$1 st=0 t0 ms
 	shift
 	if [ -n "${E2E_ONLY:-}" ] && ! [[ $name =~ $E2E_ONLY ]]; then
 		return 0
 	fi
 	E2E_N=$((E2E_N + 1))
 	echo "[ RUN      ] $name"
+	t0=$(date +%s%N)
 	(
 		E2E_MY_DAEMONS=()
 		trap d_kill_mine EXIT
 		"$@"
 	) || st=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
 	case $st in
-	0) echo "[       OK ] $name" ;;
+	0) echo "[       OK ] $name ($ms ms)" ;;
 	77)
-		echo "[  SKIPPED ] $name"
+		echo "[  SKIPPED ] $name ($ms ms)"
 		E2E_SKIPPED+=("$name")
 		;;
 	*)
-		echo "[  FAILED  ] $name"
+		echo "[  FAILED  ] $name ($ms ms)"
 		E2E_FAILED+=("$name")
 		;;
 	esac

@@ -306,7 +306,7 @@ test_config_and_route_files_survive_a_restart()
 	expect_eq "$(value "$s" /lcfib:lcfib/state/reclamation/sync-mem)" 131072 "sync-mem in force"
 	# The configured file loads in the background after start.
 	wait_until "the configured route file is loaded again" \
-		test "$(value "$s" /lcfib:lcfib/state/ingest/loads)" = 1
+		value_is "$s" /lcfib:lcfib/state/ingest/loads 1
 	expect_eq "$(routes "$s")" "$n" "routes after the restart"
 	expect_match "$(lookup "$s" 203.0.113.9)" '"prefix":"203.0.113.0/24".*"gateway":"192.0.2.7"' \
 		"lookup after the restart"
@@ -338,7 +338,7 @@ test_streamed_load_survives_a_restart()
 	d_stop stream
 	d_start stream || fail "lcfibd did not start again"
 	wait_until "the streamed file is loaded again" \
-		test "$(value "$s" /lcfib:lcfib/state/ingest/loads)" = 1
+		value_is "$s" /lcfib:lcfib/state/ingest/loads 1
 	expect_eq "$(table_routes "$s" 100 ipv4)" 300 "IPv4 routes in table 100 after the restart"
 	expect_eq "$(table_routes "$s" 100 ipv6)" 1 "IPv6 routes in table 100 after the restart"
 	expect_match "$(lookup "$s" 10.1.2.3 100)" '"prefix":"10.1.2.0/24".*"gateway":"192.0.2.9"' \

@@ -812,7 +812,7 @@ test_fpm_full_table()
 	# objects: every route ends on one of the two objects.
 	out=$(send "$port" bulk "$FULLVIEW_GZ" --update --nhg 100 --limit "$n") ||
 		fail "full table as updates: $out"
-	wait_until "no route keeps its own nexthop" eval '[ "$(value "$s" /lcfib:lcfib/state/routes/nexthops)" = 0 ]'
+	wait_until "no route keeps its own nexthop" value_is "$s" /lcfib:lcfib/state/routes/nexthops 0
 	expect_eq "$(value "$s" /lcfib:lcfib/state/routes/nexthop-objects)" 2 "nexthop objects"
 	expect_eq "$(routes_total "$s")" "$n" "routes after the updates"
 	fpm_counter "$s" routes "$n"

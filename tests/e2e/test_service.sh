@@ -15,21 +15,6 @@
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
-
-# wait_until WHAT CMD...: retries CMD; the bound (120 s) only keeps a broken
-# daemon from hanging the run.
-wait_until()
-{
-	local what=$1 i
-	shift
-	for ((i = 0; i < 1200; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "gave up waiting (120 s) until $what"
-}
-
 # bg_stop NAME: SIGTERM; the daemon must be gone within a second, its pid
 # file and socket removed, and its log must say it exited.
 bg_stop()

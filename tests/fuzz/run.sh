@@ -26,11 +26,17 @@ CLANG=${CLANG:-clang}
 RUNS=${FUZZ_RUNS:-200000}
 MAX_TIME=${FUZZ_MAX_TIME:-15}
 TARGETS=(fuzz_rtnl fuzz_fpm fuzz_routefile fuzz_ctl)
-LIB_SOURCES=(lib/rtnl.c lib/fpm.c lib/err.c lib/addr.c lib/routefile.c lib/fib.c lib/nh.c lib/cache.c
-	lib/trie4.c lib/trie6.c lib/reclaim.c lib/mem.c lib/ifname.c lib/ctl.c)
-# The daemon but its main.c: fuzz_ctl serves requests with them.
-DAEMON_SOURCES=(daemon/cfg.c daemon/ctl.c daemon/feed.c daemon/feed_fpm.c daemon/feed_kernel.c daemon/peer.c
-	daemon/lcfibd.c daemon/log.c daemon/rpc.c daemon/state.c daemon/writer.c)
+# am_sources VAR: the .c files Makefile.am lists in VAR (continued lines too).
+am_sources()
+{
+	awk -v var="$1" '
+		$1 == var && $2 == "=" { on = 1 }
+		on { for (i = 1; i <= NF; i++) if ($i ~ /\.c$/) print $i; if ($NF != "\\") exit }
+	' "$SRCDIR/Makefile.am"
+}
+# The library, and the daemon but its main.c: fuzz_ctl serves requests with them.
+mapfile -t LIB_SOURCES < <(am_sources lib_liblcfib_conv_la_SOURCES)
+mapfile -t DAEMON_SOURCES < <(am_sources daemon_lcfibd_SOURCES | grep -vx daemon/main.c)
 
 skip()
 {
@@ -39,6 +45,15 @@ skip()
 }
 
 command -v "$CLANG" >/dev/null 2>&1 || skip "no $CLANG to build the fuzz targets with"
+[ ${#LIB_SOURCES[@]} -gt 3 ] && [ ${#DAEMON_SOURCES[@]} -gt 3 ] || {
+	echo "FAIL: no source lists (lib_liblcfib_conv_la_SOURCES, daemon_lcfibd_SOURCES) in $SRCDIR/Makefile.am"
+	exit 1
+}
+# The targets are built here, with their own ASan and UBSan, whatever the
+# build: a sanitizer build of make check would only run them again.
+if grep -q -- '^SAN_CFLAGS = .*-fsanitize' "$BUILDDIR/Makefile" 2>/dev/null; then
+	skip "the fuzz targets build their own ASan+UBSan and run in the build without sanitizers"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lcfib-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

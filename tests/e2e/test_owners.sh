@@ -32,19 +32,28 @@ KV=198.18.0.81 # the kernel's
 # ------------------------------------------------------------------ helpers
 
 # ns_new: a namespace for this test in $NS (lo up, v0 198.18.0.1/24 and
-# its veth peer), removed when the test ends, with its daemons.
+# its veth peer), removed when the test ends, with its daemons. It returns
+# once the links are settled: a link or address change the daemon hears
+# after its start makes its kernel feed resync, and a resync gives back a
+# kernel route the operator deleted from lcfibd, which some tests do. So
+# no IPv6 duplicate address detection (its end is an address change, a
+# second later), and the veths' carrier is up (the kernel tells of it late).
 ns_new()
 {
 	NS=lcfibo$$-${RANDOM}
 	ip netns add "$NS" || fail "ip netns add $NS"
 	trap 'd_kill_mine; ip netns del "$NS" 2>/dev/null' EXIT
+	in_ns sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
 	ip -n "$NS" link set lo up
 	ip -n "$NS" link add v0 type veth peer name v1
 	ip -n "$NS" addr add 198.18.0.1/24 dev v0
 	ip -n "$NS" link set v0 up
 	ip -n "$NS" link set v1 up
 	ip -n "$NS" route add 10.250.0.0/16 via $KV
+	wait_until "the veths are up" links_up
 }
+
+links_up() { [ "$(ip -n "$NS" -o link show up | grep -c 'state UP')" = 2 ]; }
 
 in_ns() { ip netns exec "$NS" "$@"; }
 

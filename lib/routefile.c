@@ -22,6 +22,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <urcu/uatomic.h>
+
 #include "lib/ifname.h"
 #include "lib/names.h"
 #include "lib/routefile.h"
@@ -1294,7 +1296,7 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 /* Whether the owner asked to stop (ROUTEFILE_CANCEL, ROUTEFILE_ABANDON bits), or 0. */
 static int rf_cancelled(const struct routefile *rf)
 {
-	return rf->opts.cancel ? __atomic_load_n(rf->opts.cancel, __ATOMIC_RELAXED) : 0;
+	return rf->opts.cancel ? uatomic_read(rf->opts.cancel) : 0;
 }
 
 /* One whole line, without its '\n'. */

@@ -43,9 +43,9 @@ struct mem_block {
 };
 
 struct mem_slab {
-	struct mem_free_obj *local;            /* writer's free list */
-	struct mem_free_obj *remote;           /* frees from any thread (uatomic) */
-	char *carve, *carve_end;               /* unused tail of the newest chunk */
+	struct mem_free_obj *local;  /* writer's free list */
+	struct mem_free_obj *remote; /* frees from any thread (uatomic) */
+	char *carve, *carve_end;     /* unused tail of the newest chunk */
 };
 
 /*

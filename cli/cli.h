@@ -302,8 +302,6 @@ char *cli_format_secs(uint64_t s, char *buf, size_t size);
 
 /* iproute2's name of protocol number @value (the number itself if none). */
 const char *cli_proto_name(const char *value);
-/* The number of protocol @name into @buf (@name itself if it is no name). */
-int cli_proto_number(const char *name, char *buf, size_t size);
 
 /* Prints one route (a node holding route-fields children) as `ip route` does. */
 void cli_print_route(FILE *f, const struct lyd_node *route);
@@ -315,7 +313,8 @@ int cli_cmd_route(struct cli *cli, int argc, char **argv);
 
 /* The words after `route` that iproute2 accepts, for completion. */
 extern const char *const cli_route_ops[];
-extern const char *const cli_route_types[]; /* before the prefix */
+/* Whether @w may come before the prefix: a route type (lib/names.h) or 'default'. */
+bool cli_route_is_type(const char *w);
 extern const char *const cli_route_attrs[]; /* after it */
 
 /* ------------------------------------------------------------ complete.c */

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "lib/ctl.h"
+#include "lib/names.h"
 
 void cli_cand(struct cli_cands *c, const char *word, const char *help)
 {
@@ -28,6 +29,14 @@ static void cli_cand_list(struct cli_cands *c, const char *const *words)
 {
 	for (; *words; words++)
 		cli_cand(c, *words, NULL);
+}
+
+/* The names of @n (lib/names.h), without the aliases. */
+static void cli_cand_names(struct cli_cands *c, const struct names *n)
+{
+	for (const struct names_entry *e = n->e; e->name; e++)
+		if (names_name(n, e->id) == e->name)
+			cli_cand(c, e->name, NULL);
 }
 
 static void cli_cand_children(struct cli_cands *c, const struct lysc_node *parent,
@@ -155,12 +164,11 @@ void cli_complete_delete(struct cli *cli, int argc, char **argv, struct cli_cand
 
 static void cli_complete_trie(struct cli *cli, int argc, struct cli_cands *c)
 {
-	static const char *const tables[] = { "main", "local", "default", NULL };
 	const struct lysc_node *state = cli_schema_child(cli_schema_root(cli), "state", CLI_F_ANY);
 	const struct lysc_node *list = cli_schema_child(state, "table", CLI_F_ANY);
 
 	if (argc == 2)
-		cli_cand_list(c, tables);
+		cli_cand_names(c, &names_table);
 	else if (argc == 3 && list)
 		cli_cand_values(c, cli_schema_child(list, "family", CLI_F_ANY));
 }
@@ -201,12 +209,11 @@ static void cli_cand_ifnames(struct cli_cands *c)
 	if_freenameindex(ifs);
 }
 
-static bool cli_word_in(const char *w, const char *const *words)
+/* What may come before the prefix: the prefix 'default', or a type. */
+static void cli_route_type_cands(struct cli_cands *c)
 {
-	for (; *words; words++)
-		if (!strcmp(w, *words))
-			return true;
-	return false;
+	cli_cand(c, "default", NULL);
+	cli_cand_names(c, &names_rtype);
 }
 
 /* Whether the words after `route OP` hold the prefix: 'default', or neither a type nor 'to'. */
@@ -216,28 +223,24 @@ static bool cli_route_has_prefix(int argc, char **argv)
 
 	for (i = 2; i < argc; i++)
 		if (!strcmp(argv[i], "default") ||
-		    (strcmp(argv[i], "to") && !cli_word_in(argv[i], cli_route_types)))
+		    (strcmp(argv[i], "to") && !cli_route_is_type(argv[i])))
 			return true;
 	return false;
 }
 
 void cli_complete_route(struct cli *cli, int argc, char **argv, struct cli_cands *c)
 {
-	static const char *const protos[] = { "kernel", "boot",  "static", "bgp",   "ospf", "isis",
-					      "rip",    "zebra", "bird",   "babel", NULL };
-	static const char *const scopes[] = { "global", "site", "link", "host", "nowhere", NULL };
-	static const char *const tables[] = { "main", "local", "default", NULL };
 	const char *prev = argv[argc - 1];
 
 	(void)cli;
 	if (argc == 1)
 		cli_cand_list(c, cli_route_ops);
 	else if (!strcmp(prev, "proto"))
-		cli_cand_list(c, protos);
+		cli_cand_names(c, &names_proto);
 	else if (!strcmp(prev, "scope"))
-		cli_cand_list(c, scopes);
+		cli_cand_names(c, &names_scope);
 	else if (!strcmp(prev, "table"))
-		cli_cand_list(c, tables);
+		cli_cand_names(c, &names_table);
 	else if (!strcmp(prev, "dev"))
 		cli_cand_ifnames(c);
 	else if (!strcmp(prev, "via") || !strcmp(prev, "metric") || !strcmp(prev, "weight"))
@@ -246,7 +249,7 @@ void cli_complete_route(struct cli *cli, int argc, char **argv, struct cli_cands
 	else if (cli_route_has_prefix(argc, argv))
 		cli_cand_list(c, cli_route_attrs);
 	else
-		cli_cand_list(c, cli_route_types);
+		cli_route_type_cands(c);
 }
 
 /* ------------------------------------------------------------------ help */

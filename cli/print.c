@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lib/names.h"
 
 #define CLI_INDENT      2
 #define CLI_TABLE_COLS  16
@@ -393,61 +394,21 @@ int cli_print_json(struct cli *cli, const struct lyd_node *tree)
 
 /* --------------------------------------------------------------- routes */
 
-struct cli_name {
-	unsigned int num;
-	const char *name;
-};
-
-/* iproute2's names (/usr/share/iproute2/rt_protos, rt_scopes, rt_tables). */
-static const struct cli_name cli_protos[] = {
-	{ 1, "redirect" }, { 2, "kernel" },    { 3, "boot" },        { 4, "static" },
-	{ 8, "gated" },    { 9, "ra" },        { 10, "mrt" },        { 11, "zebra" },
-	{ 12, "bird" },    { 13, "dnrouted" }, { 14, "xorp" },       { 15, "ntk" },
-	{ 16, "dhcp" },    { 17, "mrouted" },  { 18, "keepalived" }, { 42, "babel" },
-	{ 99, "openr" },   { 186, "bgp" },     { 187, "isis" },      { 188, "ospf" },
-	{ 189, "rip" },    { 192, "eigrp" },   { 0, NULL },
-};
-
-static const struct cli_name cli_scopes[] = {
-	{ 200, "site" }, { 253, "link" }, { 254, "host" }, { 255, "nowhere" }, { 0, NULL },
-};
-
-static const struct cli_name cli_tables[] = {
-	{ 253, "default" },
-	{ 254, "main" },
-	{ 255, "local" },
-	{ 0, NULL },
-};
-
-static const char *cli_name_of(const struct cli_name *names, const char *value)
+/* A number of the module as its name in lib/names.h, or the number itself. */
+static const char *cli_name_of(const struct names *names, const char *value)
 {
 	uint64_t v;
+	const char *name;
 
-	if (!cli_parse_u64(value, &v))
+	if (!cli_parse_u64(value, &v) || v > UINT32_MAX)
 		return value;
-	for (; names->name; names++)
-		if (names->num == v)
-			return names->name;
-	return value;
+	name = names_name(names, (uint32_t)v);
+	return name ? name : value;
 }
 
 const char *cli_proto_name(const char *value)
 {
-	return cli_name_of(cli_protos, value);
-}
-
-int cli_proto_number(const char *name, char *buf, size_t size)
-{
-	const struct cli_name *n;
-
-	for (n = cli_protos; n->name; n++) {
-		if (!strcmp(n->name, name)) {
-			snprintf(buf, size, "%u", n->num);
-			return 0;
-		}
-	}
-	snprintf(buf, size, "%s", name); /* a number, or the RPC's error */
-	return 0;
+	return cli_name_of(&names_proto, value);
 }
 
 static const char *cli_field(const struct lyd_node *parent, const char *name)
@@ -521,11 +482,11 @@ void cli_print_route(FILE *f, const struct lyd_node *route)
 		if (paths == 1 && n->schema && !strcmp(n->schema->name, "nexthop"))
 			cli_print_path(f, one = n, false, v4);
 	if (table && strcmp(table, "254"))
-		fprintf(f, " table %s", cli_name_of(cli_tables, table));
+		fprintf(f, " table %s", cli_name_of(&names_table, table));
 	if (proto && strcmp(proto, "0"))
-		fprintf(f, " proto %s", cli_name_of(cli_protos, proto));
+		fprintf(f, " proto %s", cli_name_of(&names_proto, proto));
 	if (scope && strcmp(scope, "0"))
-		fprintf(f, " scope %s", cli_name_of(cli_scopes, scope));
+		fprintf(f, " scope %s", cli_name_of(&names_scope, scope));
 	if (src)
 		fprintf(f, " src %s", src);
 	if (metric && strcmp(metric, "0"))

@@ -11,39 +11,42 @@
 #include "cli/cli.h"
 #include "lib/addr.h"
 #include "lib/ifname.h"
+#include "lib/names.h"
 #include "lib/routefile.h"
 
 const char *const cli_route_ops[] = {
 	"add", "del", "delete", "replace", "append", "prepend", "show", "list", "get", NULL,
 };
 
-/* What may come before the prefix: a type, or the prefix 'default'. */
-const char *const cli_route_types[] = {
-	"default",   "unicast",     "local",    "broadcast", "anycast", "multicast",
-	"blackhole", "unreachable", "prohibit", "throw",     NULL,
-};
+bool cli_route_is_type(const char *w)
+{
+	uint32_t type;
+
+	return !strcmp(w, "default") || names_lookup(&names_rtype, w, strlen(w), &type);
+}
 
 /* What may come after it. */
 const char *const cli_route_attrs[] = {
 	"via", "dev", "metric", "table", "proto", "scope", "nexthop", "weight", NULL,
 };
 
-/* The route-type enum of the module has the kernel's numbers (RTN_*). */
-static const char *const cli_rtypes[] = {
-	NULL,        "unicast",   "local",       "broadcast", "anycast",
-	"multicast", "blackhole", "unreachable", "prohibit",  "throw",
-};
-
-/* The RPC's operation for the parser's FIB_F_* flags, or NULL for `change`. */
+/* The RPC's operation for the parser's FIB_F_* flags, or NULL for `change`, which it has not. */
 static const char *cli_route_operation(unsigned int flags)
 {
-	if (flags & FIB_F_REPLACE)
-		return flags & FIB_F_CREATE ? "replace" : NULL;
-	if (flags & FIB_F_APPEND)
-		return "append";
-	if (flags & FIB_F_EXCL)
-		return "add";
-	return "prepend";
+	const char *op = names_name(&names_route_op, flags);
+
+	return op && strcmp(op, "change") ? op : NULL;
+}
+
+/* The number of protocol @name into @buf (@name itself if it is no name: the RPC refuses it). */
+static void cli_proto_number(const char *name, char *buf, size_t size)
+{
+	uint32_t id;
+
+	if (names_lookup(&names_proto, name, strlen(name), &id))
+		snprintf(buf, size, "%u", id);
+	else
+		snprintf(buf, size, "%s", name);
 }
 
 static int cli_route_term(struct cli *cli, struct lyd_node *parent, const char *name,
@@ -97,8 +100,8 @@ static int cli_route_fields(struct cli *cli, struct lyd_node *rpc, const struct 
 			     addr_prefix_format(&rc->dst, prefix, sizeof(prefix)));
 	if (!ret)
 		ret = cli_route_uint(cli, rpc, "table", rc->table);
-	if (!ret && rc->type && rc->type <= FIB_RT_MAX)
-		ret = cli_route_term(cli, rpc, "type", cli_rtypes[rc->type]);
+	if (!ret && names_name(&names_rtype, rc->type))
+		ret = cli_route_term(cli, rpc, "type", names_name(&names_rtype, rc->type));
 	if (!ret)
 		ret = cli_route_uint(cli, rpc, "protocol", rc->proto);
 	if (!ret)

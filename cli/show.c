@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "lib/ctl.h"
+#include "lib/names.h"
 
 #define CLI_STATE_XPATH "/lcfib:lcfib/state"
 
@@ -98,28 +99,29 @@ static int cli_show_config(struct cli *cli, int argc, char **argv)
 	return cli_show_walk(cli, &w, CTL_GET_CONFIG, argc - 2, argv + 2);
 }
 
-static const char *cli_table_number(const char *name)
+/* The number of table @name into @buf, or @name itself when it is no name (a number). */
+static const char *cli_table_number(const char *name, char *buf, size_t size)
 {
-	if (!strcmp(name, "main"))
-		return "254";
-	if (!strcmp(name, "local"))
-		return "255";
-	if (!strcmp(name, "default"))
-		return "253";
-	return name;
+	uint32_t id;
+
+	if (!names_lookup(&names_table, name, strlen(name), &id))
+		return name;
+	snprintf(buf, size, "%u", id);
+	return buf;
 }
 
 /* `show trie [TABLE [FAMILY]]`: the state's table list, by name or number. */
 static int cli_show_trie(struct cli *cli, int argc, char **argv)
 {
 	char *words[3] = { (char *)"table", NULL, NULL };
+	char table[NAMES_NUMBER_LEN];
 	struct cli_walk w;
 
 	if (argc > 4)
 		return cli_usage(cli, "show trie [TABLE [FAMILY]]: '%s' is one word too many",
 				 argv[4]);
 	if (argc > 2)
-		words[1] = (char *)cli_table_number(argv[2]);
+		words[1] = (char *)cli_table_number(argv[2], table, sizeof(table));
 	if (argc > 3)
 		words[2] = argv[3];
 	cli_walk_init(&w, cli_state_node(cli), CLI_STATE_XPATH, CLI_F_ANY, false);

@@ -22,6 +22,7 @@
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "lib/ctl.h"
+#include "lib/names.h"
 #include "lib/routefile.h"
 
 /*
@@ -111,13 +112,10 @@ static void cfg_apply_max_file_size(struct lcfibd *d, const struct lyd_node *tre
 /* A table-id: a number, or the name of a well-known table (the schema's enum). */
 static uint32_t cfg_table_id(const char *v)
 {
-	if (strcmp(v, "main") == 0)
-		return 254;
-	if (strcmp(v, "local") == 0)
-		return 255;
-	if (strcmp(v, "default") == 0)
-		return 253;
-	return (uint32_t)strtoul(v, NULL, 10);
+	uint32_t id = 0;
+
+	names_parse_str(&names_table, v, &id);
+	return id;
 }
 
 /* The kernel feed's settings in @tree (validated: the values are in range). */

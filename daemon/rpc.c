@@ -18,6 +18,7 @@
 #include "daemon/log.h"
 #include "lib/ctl.h"
 #include "lib/ifname.h"
+#include "lib/names.h"
 #include "lib/routefile.h"
 
 #define RPC_BAD_LINES_MAX 1000 /* bad lines listed in a reply */
@@ -47,16 +48,14 @@ static bool rpc_bool(const struct lyd_node *op, const char *name)
 	return v && strcmp(v, "true") == 0;
 }
 
-/* A table-id value: a number or main/local/default (the schema checked it). */
+/* A table-id value: a number or a name (the schema checked it); none is main. */
 static uint32_t rpc_table(const char *v)
 {
-	if (!v || strcmp(v, "main") == 0)
-		return FIB_TABLE_MAIN;
-	if (strcmp(v, "local") == 0)
-		return FIB_TABLE_LOCAL;
-	if (strcmp(v, "default") == 0)
-		return 253;
-	return (uint32_t)strtoul(v, NULL, 10);
+	uint32_t id = FIB_TABLE_MAIN;
+
+	if (v)
+		names_parse_str(&names_table, v, &id);
+	return id;
 }
 
 static int rpc_family(const char *v)
@@ -116,13 +115,7 @@ static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct
 /* A path's flags as the module's bits ("dead linkdown"); false when none. */
 static bool rpc_path_flags(const struct nh_path *p, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s%s%s", p->flags & NH_F_DEAD ? "dead " : "",
-		 p->flags & NH_F_LINKDOWN ? "linkdown " : "",
-		 p->flags & NH_F_ONLINK ? "onlink " : "");
-	if (!buf[0])
-		return false;
-	buf[strlen(buf) - 1] = '\0';
-	return true;
+	return names_flags_format(&names_nh_flag, p->flags, buf, size);
 }
 
 /* A path's preferred source, of the route's family. */
@@ -794,15 +787,14 @@ static void rpc_route_done(struct lcfibd *d, struct writer_job *wj)
 	rpc_job_free(j);
 }
 
+/* The schema's operation (add when none) as its FIB_F_* flags. */
 static unsigned int rpc_operation_flags(const char *op)
 {
-	if (!op || strcmp(op, "add") == 0)
-		return FIB_F_CREATE | FIB_F_EXCL;
-	if (strcmp(op, "replace") == 0)
-		return FIB_F_CREATE | FIB_F_REPLACE;
-	if (strcmp(op, "append") == 0)
-		return FIB_F_CREATE | FIB_F_APPEND;
-	return FIB_F_CREATE; /* prepend */
+	uint32_t flags = FIB_F_CREATE | FIB_F_EXCL;
+
+	if (op)
+		names_lookup(&names_route_op, op, strlen(op), &flags);
+	return flags;
 }
 
 static int rpc_path_in(const struct lyd_node *nh, struct nh_path *p, unsigned int n_paths,

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <urcu/uatomic.h>
+
 #include "lib/cache.h"
 
 /* List types: the LRU's, then a thread's local lists (common mode). */
@@ -878,7 +880,7 @@ void cache_get_stats(const struct cache *c, struct cache_stats *st)
 		const uint64_t *v = (const uint64_t *)&c->thr[k].st;
 
 		for (size_t j = 0; j < sizeof(*st) / sizeof(uint64_t); j++)
-			sum[j] += __atomic_load_n(&v[j], __ATOMIC_RELAXED);
+			sum[j] += uatomic_read(&v[j]);
 	}
 }
 

@@ -12,6 +12,7 @@
 
 #include "lib/cache.h"
 #include "lib/fib.h"
+#include "lib/names.h"
 
 /* The tables, published as a whole: adding one copies the array. */
 struct fib_tables {
@@ -27,28 +28,22 @@ struct fib {
 	unsigned int bulk;         /* writer: fib_bulk_begin()s not yet ended */
 };
 
-static const char *const fib_rtype_names[FIB_RT_MAX + 1] = {
-	[FIB_RT_UNSPEC] = "unspec",       [FIB_RT_UNICAST] = "unicast",
-	[FIB_RT_LOCAL] = "local",         [FIB_RT_BROADCAST] = "broadcast",
-	[FIB_RT_ANYCAST] = "anycast",     [FIB_RT_MULTICAST] = "multicast",
-	[FIB_RT_BLACKHOLE] = "blackhole", [FIB_RT_UNREACHABLE] = "unreachable",
-	[FIB_RT_PROHIBIT] = "prohibit",   [FIB_RT_THROW] = "throw",
-};
-
+/* The names are lib/names.h's; RTN_UNSPEC, which no route has, is "unspec" here. */
 const char *fib_rtype_name(unsigned int type)
 {
-	return type <= FIB_RT_MAX ? fib_rtype_names[type] : "?";
+	const char *name = names_name(&names_rtype, type);
+
+	return name ? name : type == FIB_RT_UNSPEC ? "unspec" : "?";
 }
 
 int fib_rtype_parse(const char *s, uint8_t *type)
 {
-	for (unsigned int i = FIB_RT_UNICAST; i <= FIB_RT_MAX; i++) {
-		if (strcmp(s, fib_rtype_names[i]) == 0) {
-			*type = (uint8_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	uint32_t v;
+
+	if (!names_lookup(&names_rtype, s, strlen(s), &v))
+		return -EINVAL;
+	*type = (uint8_t)v;
+	return 0;
 }
 
 /* Types that drop or refuse the packet: they take no nexthop (fib_props[].error). */

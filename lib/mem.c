@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#include <urcu/arch.h>
+#include <urcu/uatomic.h>
 
 #include "lib/mem.h"
 
@@ -41,9 +43,9 @@ struct mem_block {
 };
 
 struct mem_slab {
-	struct mem_free_obj *local;            /* writer's free list */
-	_Atomic(struct mem_free_obj *) remote; /* frees from any thread */
-	char *carve, *carve_end;               /* unused tail of the newest chunk */
+	struct mem_free_obj *local;  /* writer's free list */
+	struct mem_free_obj *remote; /* frees from any thread (uatomic) */
+	char *carve, *carve_end;     /* unused tail of the newest chunk */
 };
 
 /*
@@ -58,10 +60,10 @@ struct mem_alloc_counts {
 	uint64_t chunk_bytes;
 };
 
-struct mem_free_counts {
-	_Atomic uint64_t objects[MEM_CLASS_MAX];
-	_Atomic uint64_t bytes[MEM_CLASS_MAX];
-	_Atomic uint64_t slab_bytes;
+struct mem_free_counts { /* uatomic_add from any thread */
+	uint64_t objects[MEM_CLASS_MAX];
+	uint64_t bytes[MEM_CLASS_MAX];
+	uint64_t slab_bytes;
 };
 
 struct mem {
@@ -72,8 +74,8 @@ struct mem {
 	struct mem_free_counts f __attribute__((aligned(64)));
 };
 
-#define MEM_STORE(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define MEM_LOAD(field)     __atomic_load_n(&(field), __ATOMIC_RELAXED)
+/* The writer's counters: it alone adds, others read (uatomic_read). */
+#define MEM_ADD(field, v) uatomic_set(&(field), (field) + (v))
 
 static const char *const mem_class_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nexthop",
@@ -136,7 +138,7 @@ static int mem_slab_grow(struct mem *m, struct mem_slab *s)
 		m->blocks = b;
 		m->block_carve = (char *)(b + 1);
 		m->block_end = (char *)b + MEM_BLOCK_SIZE;
-		MEM_STORE(m->a.chunk_bytes, m->a.chunk_bytes + MEM_BLOCK_SIZE - sizeof(*b));
+		MEM_ADD(m->a.chunk_bytes, MEM_BLOCK_SIZE - sizeof(*b));
 	}
 	s->carve = m->block_carve;
 	s->carve_end = m->block_carve + MEM_CHUNK_SIZE;
@@ -151,7 +153,7 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 	void *p;
 
 	if (!o) {
-		o = atomic_exchange_explicit(&s->remote, NULL, memory_order_acquire);
+		o = uatomic_xchg(&s->remote, NULL); /* a full barrier: the pushes' stores */
 		/* No chunk yet: carve is NULL, and NULL + size is undefined (so above). */
 		if (!o && (!s->carve || s->carve + size > s->carve_end)) {
 			/*
@@ -171,7 +173,7 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 		p = s->carve;
 		s->carve += size;
 	}
-	MEM_STORE(m->a.slab_bytes, m->a.slab_bytes + size);
+	MEM_ADD(m->a.slab_bytes, size);
 	return p;
 }
 #endif
@@ -191,8 +193,8 @@ void *mem_alloc(struct mem *m, enum mem_class c, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	MEM_STORE(m->a.objects[c], m->a.objects[c] + 1);
-	MEM_STORE(m->a.bytes[c], m->a.bytes[c] + size);
+	MEM_ADD(m->a.objects[c], 1);
+	MEM_ADD(m->a.bytes[c], size);
 	return p;
 }
 
@@ -201,8 +203,8 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 	if (!p)
 		return;
 	size = mem_round(size ? size : 1);
-	atomic_fetch_add_explicit(&m->f.objects[c], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&m->f.bytes[c], size, memory_order_relaxed);
+	uatomic_inc(&m->f.objects[c]);
+	uatomic_add(&m->f.bytes[c], size);
 #if MEM_SLAB_LIMIT
 	if (size <= MEM_SLAB_LIMIT) {
 		mem_slab_free(m, p, size);
@@ -217,37 +219,41 @@ static void mem_slab_free(struct mem *m, void *p, size_t size)
 {
 	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
 	struct mem_free_obj *o = p;
-	struct mem_free_obj *head = atomic_load_explicit(&s->remote, memory_order_relaxed);
+	struct mem_free_obj *head = uatomic_read(&s->remote), *seen;
 
 	/* Push only; the writer takes the whole list at once, so there is no ABA. */
-	do
+	for (;;) {
 		o->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&s->remote, &head, o, memory_order_release,
-						      memory_order_relaxed));
-	atomic_fetch_add_explicit(&m->f.slab_bytes, size, memory_order_relaxed);
+		seen = uatomic_cmpxchg(&s->remote, head, o); /* a full barrier: o->next first */
+		if (seen == head)
+			break;
+		head = seen;
+	}
+	uatomic_add(&m->f.slab_bytes, size);
 }
 #endif
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st)
 {
-	struct mem *mm = (struct mem *)m; /* atomics need a non-const object */
 	uint64_t slab_live, slab_freed;
 
 	memset(st, 0, sizeof(*st));
 	for (int c = 0; c < MEM_CLASS_MAX; c++) {
 		/* Frees first: a free is never counted before its allocation. */
-		uint64_t fo = atomic_load_explicit(&mm->f.objects[c], memory_order_acquire);
-		uint64_t fb = atomic_load_explicit(&mm->f.bytes[c], memory_order_acquire);
+		uint64_t fo = uatomic_read(&m->f.objects[c]);
+		uint64_t fb = uatomic_read(&m->f.bytes[c]);
 
-		st->cls[c].allocs = MEM_LOAD(mm->a.objects[c]);
+		cmm_smp_rmb();
+		st->cls[c].allocs = uatomic_read(&m->a.objects[c]);
 		st->cls[c].frees = fo;
 		st->cls[c].objects = st->cls[c].allocs - fo;
-		st->cls[c].bytes = MEM_LOAD(mm->a.bytes[c]) - fb;
+		st->cls[c].bytes = uatomic_read(&m->a.bytes[c]) - fb;
 		st->live_bytes += st->cls[c].bytes;
 	}
-	slab_freed = atomic_load_explicit(&mm->f.slab_bytes, memory_order_acquire);
-	slab_live = MEM_LOAD(mm->a.slab_bytes) - slab_freed;
-	st->slab_bytes = MEM_LOAD(mm->a.chunk_bytes);
+	slab_freed = uatomic_read(&m->f.slab_bytes);
+	cmm_smp_rmb();
+	slab_live = uatomic_read(&m->a.slab_bytes) - slab_freed;
+	st->slab_bytes = uatomic_read(&m->a.chunk_bytes);
 	st->slab_free_bytes = st->slab_bytes > slab_live ? st->slab_bytes - slab_live : 0;
 	st->large_bytes = st->live_bytes > slab_live ? st->live_bytes - slab_live : 0;
 }

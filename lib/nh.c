@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <urcu/pointer.h>
+#include <urcu/uatomic.h>
 
 #include "lib/nh.h"
 
@@ -111,7 +112,7 @@ static void nh_hash_add(struct nh_table *nt, struct nh_hash *h, struct nh *nh, b
 	*nh_next(nh, by_id) = *head;
 	*head = nh;
 	/* Counts are read by any thread (fib_get_state()). */
-	__atomic_store_n(&h->count, h->count + 1, __ATOMIC_RELAXED);
+	uatomic_set(&h->count, h->count + 1);
 }
 
 static void nh_hash_del(struct nh_hash *h, struct nh *nh, bool by_id)
@@ -121,7 +122,7 @@ static void nh_hash_del(struct nh_hash *h, struct nh *nh, bool by_id)
 	for (; *pp; pp = nh_next(*pp, by_id)) {
 		if (*pp == nh) {
 			*pp = *nh_next(nh, by_id);
-			__atomic_store_n(&h->count, h->count - 1, __ATOMIC_RELAXED);
+			uatomic_set(&h->count, h->count - 1);
 			return;
 		}
 	}
@@ -723,6 +724,6 @@ int nh_check_end(const struct nh_table *nt, struct errbuf *err)
 
 void nh_table_counts(const struct nh_table *nt, uint64_t *anonymous, uint64_t *objects)
 {
-	*anonymous = __atomic_load_n(&nt->by_val.count, __ATOMIC_RELAXED);
-	*objects = __atomic_load_n(&nt->by_id.count, __ATOMIC_RELAXED);
+	*anonymous = uatomic_read(&nt->by_val.count);
+	*objects = uatomic_read(&nt->by_id.count);
 }

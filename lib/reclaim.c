@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <urcu/arch.h>
+#include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
 #include "lib/reclaim.h"
@@ -61,13 +62,13 @@ struct reclaim {
 	bool flush;            /* take the open list now */
 	bool stop;
 
-	/* Written by the writer; read anywhere. */
-	_Atomic uint64_t sync_mem __attribute__((aligned(64)));
-	_Atomic uint64_t forced_waits, wait_ns_total, wait_ns_max;
-	_Atomic uint64_t retired_bytes, peak_pending, max_object, retired_objects;
-	/* Written by whoever frees, on a line of its own. */
-	_Atomic uint64_t freed_bytes __attribute__((aligned(64)));
-	_Atomic uint64_t background_batches;
+	/* Written by the writer (sync_mem by any thread); read anywhere: uatomic. */
+	uint64_t sync_mem __attribute__((aligned(64)));
+	uint64_t forced_waits, wait_ns_total, wait_ns_max;
+	uint64_t retired_bytes, peak_pending, max_object, retired_objects;
+	/* Written by whoever frees, on a line of its own: uatomic. */
+	uint64_t freed_bytes __attribute__((aligned(64)));
+	uint64_t background_batches;
 };
 
 static uint64_t reclaim_now_ns(void)
@@ -80,7 +81,7 @@ static uint64_t reclaim_now_ns(void)
 
 static void reclaim_count_freed(struct reclaim *r, uint64_t bytes)
 {
-	atomic_fetch_add_explicit(&r->freed_bytes, bytes, memory_order_relaxed);
+	uatomic_add(&r->freed_bytes, bytes);
 }
 
 /* Call after a grace period that began after every object in @b was retired. */
@@ -202,7 +203,7 @@ static void *reclaim_thread(void *arg)
 			until.tv_nsec -= 1000000000;
 		}
 		while (!r->stop && !r->flush && r->open &&
-		       r->open_bytes < atomic_load(&r->sync_mem) / RECLAIM_WAKE_DIVISOR) {
+		       r->open_bytes < uatomic_read(&r->sync_mem) / RECLAIM_WAKE_DIVISOR) {
 			if (pthread_cond_timedwait(&r->wake, &r->lock, &until) == ETIMEDOUT)
 				break;
 		}
@@ -215,7 +216,7 @@ static void *reclaim_thread(void *arg)
 
 		urcu_memb_synchronize_rcu();
 		reclaim_free_batches(r, b);
-		atomic_fetch_add_explicit(&r->background_batches, 1, memory_order_relaxed);
+		uatomic_inc(&r->background_batches);
 
 		pthread_mutex_lock(&r->lock);
 		reclaim_done_locked(r);
@@ -233,7 +234,7 @@ struct reclaim *reclaim_new(struct mem *m)
 	if (!r)
 		return NULL;
 	r->mem = m;
-	atomic_init(&r->sync_mem, RECLAIM_SYNC_MEM_DEFAULT);
+	r->sync_mem = RECLAIM_SYNC_MEM_DEFAULT;
 	pthread_mutex_init(&r->lock, NULL);
 	/* The background thread's timed waits count in CLOCK_MONOTONIC. */
 	pthread_condattr_init(&ca);
@@ -261,40 +262,40 @@ static void reclaim_forced_wait(struct reclaim *r, struct reclaim_batch *b)
 	reclaim_sync_and_free(r, b);
 
 	dt = reclaim_now_ns() - t0;
-	atomic_fetch_add_explicit(&r->forced_waits, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&r->wait_ns_total, dt, memory_order_relaxed);
-	max = atomic_load_explicit(&r->wait_ns_max, memory_order_relaxed);
+	uatomic_inc(&r->forced_waits);
+	uatomic_add(&r->wait_ns_total, dt);
+	max = uatomic_read(&r->wait_ns_max);
 	if (dt > max)
-		atomic_store_explicit(&r->wait_ns_max, dt, memory_order_relaxed);
+		uatomic_set(&r->wait_ns_max, dt);
 }
 
-/* Writer: counts a retire. Its counters have one writer: plain stores suffice. */
+/* Writer: counts a retire. Its counters have one writer: a set, not an add, suffices. */
 static void reclaim_note_retired(struct reclaim *r, size_t size)
 {
-	uint64_t retired = atomic_load_explicit(&r->retired_bytes, memory_order_relaxed) + size;
-	uint64_t objects = atomic_load_explicit(&r->retired_objects, memory_order_relaxed) + 1;
-	uint64_t pending, peak;
+	uint64_t retired = r->retired_bytes + size;
+	uint64_t pending;
 
-	atomic_store_explicit(&r->retired_bytes, retired, memory_order_relaxed);
-	atomic_store_explicit(&r->retired_objects, objects, memory_order_relaxed);
-	pending = retired - atomic_load_explicit(&r->freed_bytes, memory_order_relaxed);
-	peak = atomic_load_explicit(&r->peak_pending, memory_order_relaxed);
-	if (pending > peak)
-		atomic_store_explicit(&r->peak_pending, pending, memory_order_relaxed);
-	if (size > atomic_load_explicit(&r->max_object, memory_order_relaxed))
-		atomic_store_explicit(&r->max_object, size, memory_order_relaxed);
+	uatomic_set(&r->retired_bytes, retired);
+	uatomic_set(&r->retired_objects, r->retired_objects + 1);
+	pending = retired - uatomic_read(&r->freed_bytes);
+	if (pending > r->peak_pending)
+		uatomic_set(&r->peak_pending, pending);
+	if (size > r->max_object)
+		uatomic_set(&r->max_object, size);
 }
 
+/* Freed first: what is freed was retired before, so the difference is never negative. */
 static uint64_t reclaim_pending(struct reclaim *r)
 {
-	uint64_t freed = atomic_load_explicit(&r->freed_bytes, memory_order_acquire);
+	uint64_t freed = uatomic_read(&r->freed_bytes);
 
-	return atomic_load_explicit(&r->retired_bytes, memory_order_relaxed) - freed;
+	cmm_smp_rmb();
+	return uatomic_read(&r->retired_bytes) - freed;
 }
 
 void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 {
-	uint64_t sync_mem = atomic_load_explicit(&r->sync_mem, memory_order_relaxed);
+	uint64_t sync_mem = uatomic_read(&r->sync_mem);
 	struct reclaim_batch *b;
 	bool over, was_empty;
 
@@ -366,29 +367,29 @@ int reclaim_set_sync_mem(struct reclaim *r, uint64_t bytes)
 {
 	if (bytes < RECLAIM_SYNC_MEM_MIN || bytes > RECLAIM_SYNC_MEM_MAX)
 		return -ERANGE;
-	atomic_store(&r->sync_mem, bytes);
+	uatomic_set(&r->sync_mem, bytes);
 	return 0;
 }
 
 uint64_t reclaim_get_sync_mem(const struct reclaim *r)
 {
-	return atomic_load(&((struct reclaim *)r)->sync_mem);
+	return uatomic_read(&r->sync_mem);
 }
 
 void reclaim_get_stats(const struct reclaim *r, struct reclaim_stats *st)
 {
-	struct reclaim *rr = (struct reclaim *)r; /* atomics need a non-const object */
-	uint64_t freed = atomic_load(&rr->freed_bytes);
+	uint64_t freed = uatomic_read(&r->freed_bytes);
 
-	st->retired_bytes = atomic_load(&rr->retired_bytes);
+	cmm_smp_rmb(); /* freed first, as reclaim_pending() */
+	st->retired_bytes = uatomic_read(&r->retired_bytes);
 	st->freed_bytes = freed;
 	st->pending_bytes = st->retired_bytes - freed;
-	st->sync_mem = atomic_load(&rr->sync_mem);
-	st->forced_waits = atomic_load(&rr->forced_waits);
-	st->wait_ns_total = atomic_load(&rr->wait_ns_total);
-	st->wait_ns_max = atomic_load(&rr->wait_ns_max);
-	st->peak_pending = atomic_load(&rr->peak_pending);
-	st->max_object = atomic_load(&rr->max_object);
-	st->retired_objects = atomic_load(&rr->retired_objects);
-	st->background_batches = atomic_load(&rr->background_batches);
+	st->sync_mem = uatomic_read(&r->sync_mem);
+	st->forced_waits = uatomic_read(&r->forced_waits);
+	st->wait_ns_total = uatomic_read(&r->wait_ns_total);
+	st->wait_ns_max = uatomic_read(&r->wait_ns_max);
+	st->peak_pending = uatomic_read(&r->peak_pending);
+	st->max_object = uatomic_read(&r->max_object);
+	st->retired_objects = uatomic_read(&r->retired_objects);
+	st->background_batches = uatomic_read(&r->background_batches);
 }

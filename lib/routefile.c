@@ -22,7 +22,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <urcu/uatomic.h>
+
 #include "lib/ifname.h"
+#include "lib/names.h"
 #include "lib/routefile.h"
 
 #define RF_QUOTE_MAX  32         /* bytes of a token quoted in a message, "..." included */
@@ -291,49 +294,7 @@ static int rf_value(struct rf_parser *pp, const struct rf_tok *kw, struct rf_tok
 /* A decimal (or 0x hexadecimal) number up to @max, as iproute2's get_u32 takes. */
 static bool rf_number(const struct rf_tok *t, uint32_t max, uint32_t *out)
 {
-	const char *s = t->s, *end = t->s + t->len;
-	unsigned int base = 10;
-	uint64_t v = 0;
-
-	if (t->len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (s == end)
-		return false;
-	for (; s < end; s++) {
-		unsigned int d;
-
-		if (rf_digit(*s))
-			d = (unsigned int)(*s - '0');
-		else if (base == 16 && ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f'))
-			d = (unsigned int)((*s | 0x20) - 'a' + 10);
-		else
-			return false;
-		v = v * base + d;
-		if (v > max)
-			return false;
-	}
-	*out = (uint32_t)v;
-	return true;
-}
-
-/* A number, or a name from @names (a NULL-terminated list of name, value pairs). */
-struct rf_name {
-	const char *name;
-	uint32_t value;
-};
-
-static bool rf_named(const struct rf_tok *t, const struct rf_name *names, uint32_t max,
-		     uint32_t *out)
-{
-	for (; names && names->name; names++) {
-		if (rf_is(t, names->name)) {
-			*out = names->value;
-			return true;
-		}
-	}
-	return rf_number(t, max, out);
+	return names_number(t->s, t->len, max, out);
 }
 
 /* ------------------------------------------------------------- addresses */
@@ -588,26 +549,10 @@ struct rf_attrs {
 	bool gw_named[NH_MAX_PATHS];
 };
 
-static const struct rf_name rf_tables[] = {
-	{ "main", FIB_TABLE_MAIN },
-	{ "local", FIB_TABLE_LOCAL },
-	{ "default", 253 },
-	{ NULL, 0 },
-};
-
-static const struct rf_name rf_protos[] = {
-	{ "redirect", 1 }, { "kernel", 2 },      { "boot", 3 },   { "static", 4 },
-	{ "gated", 8 },    { "ra", 9 },          { "mrt", 10 },   { "zebra", 11 },
-	{ "bird", 12 },    { "dnrouted", 13 },   { "xorp", 14 },  { "ntk", 15 },
-	{ "dhcp", 16 },    { "keepalived", 18 }, { "babel", 42 }, { "openr", 99 },
-	{ "bgp", 186 },    { "isis", 187 },      { "ospf", 188 }, { "rip", 189 },
-	{ "eigrp", 192 },  { NULL, 0 },
-};
-
-static const struct rf_name rf_scopes[] = {
-	{ "global", 0 }, { "universe", 0 },  { "site", 200 }, { "link", 253 },
-	{ "host", 254 }, { "nowhere", 255 }, { NULL, 0 },
-};
+/* Numbers without names, for rf_attr_value(). */
+static const struct names_entry rf_no_names[] = { { NULL, 0 } };
+static const struct names rf_metric = { "a metric 0..4294967295", UINT32_MAX, rf_no_names };
+static const struct names rf_nhid = { "a nexthop id", UINT32_MAX, rf_no_names };
 
 /* Attributes of `ip route` this FIB does not model: refused, not dropped. */
 static const char rf_unsupported[] =
@@ -638,18 +583,17 @@ static int rf_once(struct rf_parser *pp, unsigned int *seen, unsigned int bit,
 	return 0;
 }
 
-/* A route-level number or name after @kw, within @max. */
+/* A route-level number or name (lib/names.h) after @kw. */
 static int rf_attr_value(struct rf_parser *pp, struct rf_attrs *a, unsigned int bit,
-			 const struct rf_tok *kw, const struct rf_name *names, uint32_t max,
-			 const char *what, uint32_t *out)
+			 const struct rf_tok *kw, const struct names *names, uint32_t *out)
 {
 	struct rf_tok v;
 	int ret = rf_once(pp, &a->seen, bit, kw);
 
 	if (!ret)
-		ret = rf_value(pp, kw, &v, what);
-	if (!ret && !rf_named(&v, names, max, out))
-		ret = rf_expected(pp, &v, kw, what);
+		ret = rf_value(pp, kw, &v, names->what);
+	if (!ret && !names_parse(names, v.s, v.len, out))
+		ret = rf_expected(pp, &v, kw, names->what);
 	if (!ret)
 		a->last = v;
 	return ret;
@@ -794,7 +738,7 @@ static int rf_attr_nhid(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *
 	if (op->n_paths)
 		return rf_fail(pp, kw->s,
 			       "'nhid' cannot be combined with 'via', 'dev' or 'nexthop'");
-	ret = rf_attr_value(pp, a, RF_SEEN_NHID, kw, NULL, UINT32_MAX, "a nexthop id", &op->nh);
+	ret = rf_attr_value(pp, a, RF_SEEN_NHID, kw, &rf_nhid, &op->nh);
 	if (ret)
 		return ret;
 	if (!op->nh)
@@ -815,20 +759,16 @@ static int rf_attr(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
 	if (rf_is(kw, "dev") || rf_is(kw, "oif"))
 		return rf_attr_dev(pp, a, op, kw);
 	if (rf_is(kw, "metric") || rf_is(kw, "preference") || rf_is(kw, "priority"))
-		return rf_attr_value(pp, a, RF_SEEN_METRIC, kw, NULL, UINT32_MAX,
-				     "a metric 0..4294967295", &op->metric);
+		return rf_attr_value(pp, a, RF_SEEN_METRIC, kw, &rf_metric, &op->metric);
 	if (rf_is(kw, "table"))
-		return rf_attr_value(pp, a, RF_SEEN_TABLE, kw, rf_tables, UINT32_MAX,
-				     "a table (main, local, default or 0..4294967295)", &op->table);
+		return rf_attr_value(pp, a, RF_SEEN_TABLE, kw, &names_table, &op->table);
 	if (rf_is(kw, "proto") || rf_is(kw, "protocol")) {
-		ret = rf_attr_value(pp, a, RF_SEEN_PROTO, kw, rf_protos, 255,
-				    "a protocol name or 0..255", &v);
+		ret = rf_attr_value(pp, a, RF_SEEN_PROTO, kw, &names_proto, &v);
 		op->proto = (uint8_t)v;
 		return ret;
 	}
 	if (rf_is(kw, "scope")) {
-		ret = rf_attr_value(pp, a, RF_SEEN_SCOPE, kw, rf_scopes, 255,
-				    "a scope (global, site, link, host, nowhere or 0..255)", &v);
+		ret = rf_attr_value(pp, a, RF_SEEN_SCOPE, kw, &names_scope, &v);
 		op->scope = (uint8_t)v;
 		return ret;
 	}
@@ -845,13 +785,12 @@ static int rf_attr(struct rf_parser *pp, struct rf_attrs *a, struct rf_op *op,
 
 static bool rf_rtype(const struct rf_tok *t, uint8_t *type)
 {
-	char name[16];
+	uint32_t v;
 
-	if (t->len == 0 || t->len >= sizeof(name) || rf_digit(t->s[0]))
+	if (!names_lookup(&names_rtype, t->s, t->len, &v))
 		return false;
-	memcpy(name, t->s, t->len);
-	name[t->len] = '\0';
-	return fib_rtype_parse(name, type) == 0;
+	*type = (uint8_t)v;
+	return true;
 }
 
 /* [TYPE] PREFIX after 'to', or a word where the prefix may be. */
@@ -993,29 +932,12 @@ static int rf_batch_attrs(struct rf_parser *pp, const struct rf_tok *cmd, struct
 	return rf_batch_finish(pp, &a, op);
 }
 
-struct rf_cmd {
-	const char *name;
-	uint8_t flags, kind;
-};
-
-static const struct rf_cmd rf_cmds[] = {
-	{ "add", FIB_F_CREATE | FIB_F_EXCL, 0 },
-	{ "replace", FIB_F_CREATE | FIB_F_REPLACE, 0 },
-	{ "append", FIB_F_CREATE | FIB_F_APPEND, 0 },
-	{ "prepend", FIB_F_CREATE, 0 },
-	{ "change", FIB_F_REPLACE, 0 },
-	{ "del", 0, RF_OP_DEL },
-	{ "delete", 0, RF_OP_DEL },
-	{ NULL, 0, 0 },
-};
-
-static const struct rf_cmd *rf_cmd_find(const struct rf_tok *t)
+/* An `ip route` command: an operation of lib/names.h (its FIB_F_* in @flags), or del/delete. */
+static bool rf_cmd_find(const struct rf_tok *t, uint32_t *flags, uint8_t *kind)
 {
-	for (const struct rf_cmd *c = rf_cmds; c->name; c++) {
-		if (rf_is(t, c->name))
-			return c;
-	}
-	return NULL;
+	*flags = 0;
+	*kind = rf_is(t, "del") || rf_is(t, "delete") ? RF_OP_DEL : 0;
+	return *kind || names_lookup(&names_route_op, t->s, t->len, flags);
 }
 
 /* 'route' as iproute2 abbreviates it. */
@@ -1027,10 +949,13 @@ static bool rf_is_route_word(const struct rf_tok *t)
 /* Whether the first word of a line makes it a batch line (the auto format). */
 static bool rf_is_batch_word(const struct rf_tok *t)
 {
+	uint32_t flags;
+	uint8_t kind;
+
 	if (t->len < 2 || rf_digit(t->s[0]))
 		return false;
 	return rf_is(t, "ip") || rf_is_route_word(t) || rf_is(t, "-4") || rf_is(t, "-6") ||
-	       rf_cmd_find(t) != NULL;
+	       rf_cmd_find(t, &flags, &kind);
 }
 
 static int rf_family_opt(struct rf_parser *pp, const struct rf_tok *t)
@@ -1047,7 +972,7 @@ static int rf_family_opt(struct rf_parser *pp, const struct rf_tok *t)
 static int rf_parse_batch(struct rf_parser *pp, const struct rf_tok *first, struct rf_op *op)
 {
 	struct rf_tok t = *first, prev = { first->s, 0 };
-	const struct rf_cmd *cmd;
+	uint32_t flags;
 	bool ip = rf_is(&t, "ip");
 	int ret;
 
@@ -1068,12 +993,10 @@ static int rf_parse_batch(struct rf_parser *pp, const struct rf_tok *first, stru
 	} else if (ip) {
 		return rf_expected(pp, &t, &prev, "'route'");
 	}
-	cmd = rf_cmd_find(&t);
-	if (!cmd)
+	if (!rf_cmd_find(&t, &flags, &op->kind))
 		return rf_expected(pp, &t, &prev,
 				   "a command (add, del, replace, append, prepend, change)");
-	op->flags = cmd->flags;
-	op->kind = cmd->kind;
+	op->flags = (uint8_t)flags;
 	return rf_batch_attrs(pp, &t, op);
 }
 
@@ -1373,7 +1296,7 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 /* Whether the owner asked to stop (ROUTEFILE_CANCEL, ROUTEFILE_ABANDON bits), or 0. */
 static int rf_cancelled(const struct routefile *rf)
 {
-	return rf->opts.cancel ? __atomic_load_n(rf->opts.cancel, __ATOMIC_RELAXED) : 0;
+	return rf->opts.cancel ? uatomic_read(rf->opts.cancel) : 0;
 }
 
 /* One whole line, without its '\n'. */

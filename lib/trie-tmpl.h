@@ -26,6 +26,7 @@
 
 #include <urcu/pointer.h>
 #include <urcu/system.h>
+#include <urcu/uatomic.h>
 
 #include "lib/trie.h"
 
@@ -113,7 +114,8 @@ struct TRIE {
 /* Inflate or halve steps per node per resize: bounds the work of one update. */
 #define MAX_WORK 10
 
-#define STAT_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+/* The trie's counters: the writer alone adds, any thread reads (uatomic_read). */
+#define STAT_ADD(field, v) uatomic_set(&(field), (field) + (v))
 
 /*
  * slen and its per-child copies change in place while readers look: single
@@ -1289,6 +1291,10 @@ void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fi
 {
 	uintptr_t root = slot_load(&t->root);
 
+	/*
+	 * A counter read on the lookup's fast path: the relaxed built-in, as
+	 * uatomic_read()'s volatile load makes GCC lay out the branches anew.
+	 */
 	if (slot_bits(root) &&
 	    __atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) >= trie_batch_min_leaves) {
 		fast_lanes(t, root, key, res, n);
@@ -1415,7 +1421,7 @@ void TN(destroy)(struct TRIE *t)
 
 uint64_t TN(routes)(const struct TRIE *t)
 {
-	return __atomic_load_n(&t->nr_routes, __ATOMIC_RELAXED);
+	return uatomic_read(&t->nr_routes);
 }
 
 static void stats_walk(const struct node *n, unsigned int depth, struct trie_stats *st)

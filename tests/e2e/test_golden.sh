@@ -196,6 +196,29 @@ g routes-rpc-after-route-delete routes 10.8.0.0/16
 g error-route-del-of-a-missing-route route del 10.8.0.0/16 via 192.0.2.77
 g json-error-route-del-of-a-missing-route --json route del 10.8.0.0/16 via 192.0.2.77
 
+# What `route show` prints, route files read back: every protocol (but 0,
+# which it does not print, and which then reads back as boot) and scope
+# number, in the table named "default" (253). A name the CLI prints and the
+# parser refuses (as "mrouted" for 17 was) fails the load.
+test_golden_route_show_reads_back_as_the_same_routes()
+{
+	local f=$T/names.routes i
+	for i in $(seq 1 255); do
+		echo "route add 10.77.$i.0/24 via 192.0.2.1 table 253 proto $i scope $(((i * 7) % 256))"
+	done >"$f"
+	cli "$SOCK" -q load "$f" transient || fail "cannot load $f"
+	cli "$SOCK" route show table 253 >"$T/names.show" || fail "route show table 253"
+	expect_eq "$(wc -l <"$T/names.show")" 255 "routes shown"
+	sed 's/^/route add /' "$T/names.show" >"$T/names.again"
+	cli "$SOCK" -q flush table 253 >/dev/null || fail "flush table 253"
+	cli "$SOCK" -q load "$T/names.again" transient || fail "route show's output does not load back"
+	cli "$SOCK" route show table 253 >"$T/names.show2" || fail "route show table 253 again"
+	diff -u "$T/names.show" "$T/names.show2" || fail "the routes read back differ"
+	cli "$SOCK" -q flush table 253 >/dev/null
+}
+t_case test_golden_route_show_reads_back_as_the_same_routes \
+	test_golden_route_show_reads_back_as_the_same_routes
+
 # The bash completion script (dist/) over `lcfibctl __complete`.
 # bash_complete LINE: COMPREPLY for LINE (completing its last word), one a line.
 bash_complete()

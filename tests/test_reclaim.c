@@ -842,7 +842,7 @@ struct tuner {
 	pthread_t th;
 	struct reclaim *rc;
 	atomic_bool stop;
-	unsigned long sets;
+	atomic_ulong sets; /* read by the churning thread while the tuner runs */
 	unsigned long wrong; /* a set that failed, or a read that disagreed */
 };
 
@@ -886,7 +886,8 @@ static void test_reclaim_sync_mem_set_from_another_thread(void **state)
 	slow_reader_start(&sr, 500, t);
 	assert_int_equal(pthread_create(&tu.th, NULL, tuner_main, &tu), 0);
 	active_tuner = &tu;
-	for (int i = 0; i < 60000; i++)
+	/* Churn while the tuner sets: a loaded machine may start it late. */
+	for (int i = 0; i < 60000 || atomic_load(&tu.sets) < 10; i++)
 		churn4_step(&c);
 	atomic_store(&tu.stop, true);
 	assert_int_equal(pthread_join(tu.th, NULL), 0);
@@ -907,7 +908,7 @@ static void test_reclaim_sync_mem_set_from_another_thread(void **state)
 	st = stats(rc);
 	print_message(
 		"%lu sets from another thread; then forced waits %llu, highest pending %llu\n",
-		tu.sets, (unsigned long long)(st.forced_waits - st0.forced_waits),
+		atomic_load(&tu.sets), (unsigned long long)(st.forced_waits - st0.forced_waits),
 		(unsigned long long)max_after);
 	assert_int_equal(st.sync_mem, 65536);
 	assert_true(max_after < 65536);

@@ -1251,6 +1251,24 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 	return r;
 }
 
+const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
+					    struct addr_prefix *prefix, uint32_t *table)
+{
+	/* The rules of a namespace nobody changed: `ip rule` 0, 32766 and 32767. */
+	static const uint32_t rules[] = { FIB_TABLE_LOCAL, FIB_TABLE_MAIN, FIB_TABLE_DEFAULT };
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		const struct fib_route *r = fib_match_rcu(f, rules[i], a, prefix);
+
+		if (!r || r->type == FIB_RT_THROW)
+			continue;
+		if (table)
+			*table = rules[i];
+		return r;
+	}
+	return NULL;
+}
+
 int fib_walk_rcu(const struct fib_table *tb,
 		 int (*fn)(void *ctx, const struct addr_prefix *p, const struct fib_route *r),
 		 void *ctx)

@@ -43,8 +43,9 @@
  */
 #define FIB_F_EXACT 0x200
 
-#define FIB_TABLE_MAIN  254 /* RT_TABLE_MAIN */
-#define FIB_TABLE_LOCAL 255 /* RT_TABLE_LOCAL */
+#define FIB_TABLE_DEFAULT 253 /* RT_TABLE_DEFAULT */
+#define FIB_TABLE_MAIN    254 /* RT_TABLE_MAIN */
+#define FIB_TABLE_LOCAL   255 /* RT_TABLE_LOCAL */
 
 struct fib;
 struct cache_gens;
@@ -236,6 +237,16 @@ void fib_lookup6_batch_rcu(const struct fib_table *tb, const struct in6_addr *ad
  */
 const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const struct addr *a,
 				      struct addr_prefix *prefix);
+
+/*
+ * Reader: the route the kernel's default rules pick for @a (`ip route get
+ * fibmatch` without a table): the local table, then main, then default; a
+ * throw route ends the lookup in its table and the next one is asked. Its
+ * table in *@table when not NULL. Returns NULL when no table has a route
+ * (or only throw routes).
+ */
+const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
+					    struct addr_prefix *prefix, uint32_t *table);
 
 /*
  * Reader or writer: the routes of exactly @p in table @table (*@n of them,

@@ -472,6 +472,61 @@ static void test_fib_nexthop_objects_groups_replace_and_delete(void **state)
 	assert_int_equal(st.routes4, 0);
 }
 
+/* What fib_match_rules_rcu() found for @addr: its prefix length and table (0: nothing). */
+static uint32_t rules_lookup(struct fib *f, const char *addr, uint8_t *plen)
+{
+	const struct fib_route *r;
+	struct errbuf err;
+	struct addr a;
+	uint32_t table = 0;
+
+	assert_int_equal(addr_parse(addr, AF_UNSPEC, &a, &err), 0);
+	fib_read_lock();
+	r = fib_match_rules_rcu(f, &a, NULL, &table);
+	*plen = r ? r->plen : 0;
+	fib_read_unlock();
+	return r ? table : 0;
+}
+
+/* As the kernel's default rules: local, main, default; a throw goes on to the next. */
+static void test_fib_rules_ask_local_main_default_and_throw_goes_on(void **state)
+{
+	struct fib *f = *state;
+	struct nh_path p = gw4("192.0.2.7");
+	struct fib_rcfg rc;
+	struct errbuf err;
+	uint8_t plen;
+
+	rc = rcfg("127.0.0.0/8", NULL, 0, EXCL);
+	rc.table = FIB_TABLE_LOCAL;
+	rc.type = FIB_RT_LOCAL;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	rc = rcfg("0.0.0.0/0", &p, 0, EXCL);
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	rc = rcfg("10.6.0.0/16", NULL, 0, EXCL);
+	rc.type = FIB_RT_THROW;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	rc = rcfg("10.6.0.0/15", &p, 0, EXCL);
+	rc.table = FIB_TABLE_DEFAULT;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	rc = rcfg("10.9.0.0/16", NULL, 0, EXCL);
+	rc.type = FIB_RT_THROW;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+
+	/* The local table answers first, though main's default route matches too. */
+	assert_int_equal(rules_lookup(f, "127.0.0.5", &plen), FIB_TABLE_LOCAL);
+	assert_int_equal(plen, 8);
+	assert_int_equal(rules_lookup(f, "198.51.100.1", &plen), FIB_TABLE_MAIN);
+	assert_int_equal(plen, 0);
+	/* main's throw: the default table's route, not main's default route. */
+	assert_int_equal(rules_lookup(f, "10.6.1.1", &plen), FIB_TABLE_DEFAULT);
+	assert_int_equal(plen, 15);
+	/* A throw and nothing after it: no route. */
+	assert_int_equal(rules_lookup(f, "10.9.1.1", &plen), 0);
+	/* One table asked: its throw route is what matches. */
+	assert_int_equal(lookup(f, FIB_TABLE_MAIN, "10.6.1.1").type, FIB_RT_THROW);
+}
+
 static void test_fib_tables_are_separate(void **state)
 {
 	struct fib *f = *state;
@@ -1575,6 +1630,7 @@ int main(void)
 		T(test_fib_routes_share_nexthops_by_value),
 		T(test_fib_nexthop_objects_groups_replace_and_delete),
 		T(test_fib_tables_are_separate),
+		T(test_fib_rules_ask_local_main_default_and_throw_goes_on),
 		T(test_fib_ipv6_routes_and_fibmatch_prefix),
 		T(test_fib_sync_mem_range_is_enforced),
 		T(test_fib_bulk_mode_stays_correct),

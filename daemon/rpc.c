@@ -641,7 +641,6 @@ struct rpc_job {
 	enum rpc_job_kind kind;
 	int ret;
 	struct errbuf err;
-	struct timespec t0;
 	/* flush */
 	uint32_t table;
 	int family;
@@ -663,7 +662,6 @@ static struct rpc_job *rpc_job_new(enum rpc_job_kind kind, struct ctl_conn *c, u
 	j->job.req_id = id;
 	j->job.run = run;
 	j->job.done = done;
-	clock_gettime(CLOCK_MONOTONIC, &j->t0);
 	return j;
 }
 

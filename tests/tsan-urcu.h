@@ -30,4 +30,17 @@
 		__tsan_acquire(&urcu_memb_gp);                                                     \
 	} while (0)
 
+/*
+ * uatomic_set() and uatomic_read() are a volatile store and load, which
+ * TSan takes for plain accesses: the counters one thread sets and another
+ * reads (daemon/feed.c, the log level) would be reported. Here they are the
+ * relaxed atomics they stand for. (uatomic_add() and the like are locked
+ * instructions in asm, which TSan does not see at all.)
+ */
+#include <urcu/uatomic.h>
+#undef uatomic_set
+#define uatomic_set(addr, v) __atomic_store_n((addr), (v), __ATOMIC_RELAXED)
+#undef uatomic_read
+#define uatomic_read(addr) __atomic_load_n((addr), __ATOMIC_RELAXED)
+
 #endif

@@ -7,7 +7,8 @@
 # includes are the calls, every function a header declares must be defined
 # in its own .c file, and no .c file may declare another's functions itself.
 # Fails, naming what is wrong: a function declared in the wrong header, or a
-# circle (printed in order). docs/DAEMON.md draws the layers.
+# circle (printed in order), or an arrow that does not go down a row of
+# the drawing in docs/DAEMON.md (section Layers).
 set -u
 SRCDIR=${LCFIB_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$SRCDIR/daemon" || {
@@ -90,6 +91,28 @@ if [ -n "$circle" ]; then
 	echo "FAIL: daemon/ includes in a circle: $circle"
 	fail=1
 fi
+
+# 4. docs/DAEMON.md's drawing: every module in a row, every arrow down.
+rows=$(sed -n '/^## Layers (`daemon\/`)/,/^## /p' "$SRCDIR/docs/DAEMON.md" |
+	awk '$1 ~ /^[0-9]+$/ { for (i = 2; i <= NF && $i ~ /\.[ch]$/; i++) { sub(/\.[ch]$/, "", $i); print $i, $1 } }')
+if [ -z "$rows" ]; then
+	echo "FAIL: docs/DAEMON.md has no drawing of daemon/'s rows (section Layers)"
+	fail=1
+fi
+for m in $(ls *.c *.h | sed 's/\..*//' | sort -u); do
+	grep -q "^$m " <<<"$rows" || {
+		echo "FAIL: daemon/$m is in no row of docs/DAEMON.md's drawing"
+		fail=1
+	}
+done
+while read -r from to; do
+	rf=$(awk -v m="$from" '$1 == m { print $2 }' <<<"$rows")
+	rt=$(awk -v m="$to" '$1 == m { print $2 }' <<<"$rows")
+	if [ -n "$rf" ] && [ -n "$rt" ] && [ "$rf" -ge "$rt" ]; then
+		echo "FAIL: $from (row $rf of docs/DAEMON.md) includes $to (row $rt): not a row below"
+		fail=1
+	fi
+done <<<"$arrows"
 
 if [ "$fail" = 0 ]; then
 	echo "ok: daemon/ has $(wc -l <<<"$arrows") arrows among $(ls *.c *.h | sed 's/\..*//' | sort -u | wc -l) modules, and no circle"

@@ -529,11 +529,6 @@ int main(int argc, char **argv)
 	sigset_t set;
 
 	signals_block(&set);
-	d.ingest = ingest_new();
-	if (!d.ingest) {
-		fprintf(stderr, "lcfibd: out of memory\n");
-		return 1;
-	}
 	if (parse_args(&d, &o, argc, argv))
 		return 2;
 	d.check_only = o.check_only;
@@ -556,6 +551,11 @@ int main(int argc, char **argv)
 	 * libyang's context, the config's checks and the sockets a feed opens
 	 * in prepare() are plain memory and descriptors: they survive the fork.
 	 */
+	d.ingest = ingest_new();
+	if (!d.ingest) {
+		log_err("out of memory");
+		goto out;
+	}
 	if (yang_init(&d) || cfg_check_handlers(&d) || rpc_init(&d) || cfg_init(&d, o.check_only))
 		goto out;
 	if (o.check_only) {

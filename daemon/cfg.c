@@ -19,8 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/cfg.h"
+#include "daemon/err.h"
+#include "daemon/feed.h"
+#include "daemon/feed_fpm.h"
+#include "daemon/feed_kernel.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/peer.h"
+#include "daemon/feed_file.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/names.h"
 #include "lib/routefile.h"
@@ -365,12 +373,47 @@ static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree
 	return ret;
 }
 
+/* The value of @name under @n, or NULL. */
+static const char *cfg_child_value(const struct lyd_node *n, const char *name)
+{
+	struct lyd_node *c = NULL;
+
+	if (lyd_find_path(n, name, 0, &c) != LY_SUCCESS || !c)
+		return NULL;
+	return lyd_get_value(c);
+}
+
+/* Loads the route files of the running config; @only_new: those not loaded yet. */
+static void cfg_load_files(struct lcfibd *d, bool only_new)
+{
+	struct ly_set *set = NULL;
+
+	if (lyd_find_xpath(d->running, CFG_TOP "/route-files/route-file", &set) != LY_SUCCESS)
+		return;
+	for (uint32_t i = 0; i < set->count; i++) {
+		const struct lyd_node *rf = set->dnodes[i];
+		const char *path = cfg_child_value(rf, "path"),
+			   *skip = cfg_child_value(rf, "skip-bad-lines");
+
+		if (only_new && feed_file_loaded(d, path))
+			continue;
+		feed_file_load_configured(d, path, cfg_child_value(rf, "format"),
+					  skip && strcmp(skip, "true") == 0);
+	}
+	ly_set_free(set, NULL);
+}
+
+void cfg_load_route_files(struct lcfibd *d)
+{
+	cfg_load_files(d, false);
+}
+
 /* A route file added to the config is loaded now; at start main.c loads them all. */
 static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
 	(void)tree;
 	if (!at_start)
-		rpc_load_configured(d, true);
+		cfg_load_files(d, true);
 }
 
 /* ------------------------------------------------------- static routes */

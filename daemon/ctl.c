@@ -20,9 +20,18 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <urcu/uatomic.h>
 
+#include "daemon/cfg.h"
+#include "daemon/ctl.h"
+#include "daemon/err.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/peer.h"
+#include "daemon/state.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/routefile.h"
 
@@ -68,6 +77,7 @@ struct ctl_conn {
 	size_t wlen, woff, wcap;
 	struct writer_job *busy;   /* the request waiting for the writer */
 	struct writer_job *stream; /* a load receiving its file */
+	const struct ctl_stream *stream_ops;
 	uint32_t stream_id;
 	char *sbuf;             /* the file so far */
 	uint64_t stotal;        /* its size, when the client said */
@@ -702,9 +712,24 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 	ctl_reply(d, c, h->id, NULL);
 }
 
+void ctl_set_rpcs(struct lcfibd *d, const struct ctl_rpcs *rpcs)
+{
+	d->rpcs = rpcs;
+}
+
+static const struct ctl_rpc *ctl_rpc_find(const struct lcfibd *d, const char *name)
+{
+	for (unsigned int i = 0; d->rpcs && i < d->rpcs->n; i++) {
+		if (strcmp(d->rpcs->rpc[i].name, name) == 0)
+			return &d->rpcs->rpc[i];
+	}
+	return NULL;
+}
+
 static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
 		       const char *payload)
 {
+	const struct ctl_rpc *rpc;
 	struct lyd_node *tree = NULL, *op = NULL;
 	struct lcfibd_err e = { 0 };
 	struct ly_in *in = NULL;
@@ -730,9 +755,18 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 		ctl_reply_error(d, c, h->id, &e);
 		goto out;
 	}
-	if (!op || (!rpc_is_read_only(LYD_NAME(op)) && !ctl_may_edit(d, c, h->id, LYD_NAME(op))))
+	if (!op)
 		goto out;
-	ret = rpc_run(d, c, h->id, op, &reply, &e);
+	rpc = ctl_rpc_find(d, LYD_NAME(op));
+	if (!(rpc && rpc->read_only) && !ctl_may_edit(d, c, h->id, LYD_NAME(op)))
+		goto out;
+	if (rpc) {
+		ret = rpc->handler(d, c, h->id, op, &reply, &e);
+	} else {
+		lcfibd_err_set(&e, CTL_TAG_UNSUPPORTED, NULL,
+			       "operation %s has no handler in lcfibd", LYD_NAME(op));
+		ret = -1;
+	}
 	if (ret < 0)
 		ctl_reply_error(d, c, h->id, &e);
 	else if (ret == 0)
@@ -765,7 +799,12 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 		return;
 	}
 	if (h->type == CTL_END) {
-		rpc_load_stream_end(d, c, &e);
+		uint32_t id = c->stream_id;
+
+		if (c->stream_ops->end(d, c, &e)) {
+			ctl_reply_error(d, c, id, &e);
+			ctl_conn_resume(d, c);
+		}
 		return;
 	}
 	if (c->slen + h->len > CTL_STREAM_MAX || c->slen + h->len > d->max_file_size) {
@@ -1067,9 +1106,11 @@ void ctl_tick(struct lcfibd *d)
 
 /* -------------------------------------------------------- the stream */
 
-void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t size)
+void ctl_conn_set_stream(struct ctl_conn *c, struct writer_job *job, uint64_t size,
+			 const struct ctl_stream *ops)
 {
 	c->stream = job;
+	c->stream_ops = ops;
 	c->stotal = size;
 	clock_gettime(CLOCK_MONOTONIC, &c->sstart);
 	c->stream_id = job->req_id;
@@ -1125,11 +1166,11 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 		return;
 	*pp = c->next;
 	if (c->stream) {
-		rpc_load_stream_abort(c->stream); /* not queued yet: ours to free */
+		c->stream_ops->abort(c->stream); /* not queued yet: ours to free */
 	} else if (c->busy) {
 		/* The writer has it: its reply goes nowhere, and a load stops (Ctrl-C). */
 		c->busy->conn = NULL;
-		__atomic_fetch_or(&c->busy->cancel, ROUTEFILE_CANCEL, __ATOMIC_RELAXED);
+		uatomic_or(&c->busy->cancel, ROUTEFILE_CANCEL);
 	}
 	if (c->prod)
 		c->prod->free(c->prod_ctx);
@@ -1385,34 +1426,25 @@ void ctl_close_all(struct lcfibd *d)
 
 void ctl_progress(struct lcfibd *d)
 {
-	const struct writer_job *job;
-	const char *phase;
-	uint64_t done, total, rate;
-	char json[600], file[256];
+	struct ingest_state in;
+	char json[600];
 
-	pthread_mutex_lock(&d->ingest.lock);
-	rate = ctl_rate(d->ingest.done, &d->ingest.phase_start);
-	job = d->ingest.job;
-	phase = d->ingest.phase;
-	done = d->ingest.done;
-	total = d->ingest.total;
-	snprintf(file, sizeof(file), "%s", d->ingest.file);
-	pthread_mutex_unlock(&d->ingest.lock);
-	if (!phase)
+	ingest_get(d->ingest, &in);
+	if (!in.phase)
 		return;
 	for (struct ctl_conn *c = d->conns, *next; c; c = next) {
 		char *f = NULL;
 		size_t len = 0, cap = 0;
 
 		next = c->next;
-		if (!job || c->busy != job || c->stream)
+		if (!in.job || c->busy != in.job || c->stream)
 			continue;
-		ctl_json_str(&f, &len, &cap, file);
+		ctl_json_str(&f, &len, &cap, in.file);
 		snprintf(json, sizeof(json),
 			 "{\"lcfib:load-progress\":{\"file\":%s,\"phase\":\"%s\",\"done\":\"%llu\","
 			 "\"total\":\"%llu\",\"rate\":\"%llu\"}}",
-			 f ? f : "\"\"", phase, (unsigned long long)done, (unsigned long long)total,
-			 (unsigned long long)rate);
+			 f ? f : "\"\"", in.phase, (unsigned long long)in.done,
+			 (unsigned long long)in.total, (unsigned long long)in.rate);
 		free(f);
 		ctl_notify(d, c, c->busy->req_id, json);
 		ctl_conn_settle(d, c);

@@ -22,10 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <urcu/uatomic.h>
 
 #include "daemon/feed.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/writer.h"
 #include "lib/rtnl.h"
 
 #define FEED_SET_MIN  1024
@@ -101,7 +104,7 @@ struct feed {
 	uint32_t wait_seq;
 	uint64_t n_wait_records;               /* waiting routes, superseded ones too */
 	uint64_t waited_routes, waited_groups; /* that waited in this sync, for its end's log */
-	/* counters: atomics, written by the writer (and loop for its own), read by anyone */
+	/* counters: uatomic, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
 	uint64_t dumps, resyncs, enobufs, swept, flushed, connects, refused;
 	uint64_t wait_objects, wait_routes;
@@ -111,12 +114,12 @@ struct feed {
 
 static void feed_inc(uint64_t *c, uint64_t n)
 {
-	__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+	uatomic_add(c, n);
 }
 
 static void feed_dec(uint64_t *c, uint64_t n)
 {
-	__atomic_sub_fetch(c, n, __ATOMIC_RELAXED);
+	uatomic_sub(c, n);
 }
 
 /* ------------------------------------------------------------ key sets */
@@ -467,13 +470,13 @@ static void feed_mark(struct feed *f, const struct fib_rcfg *rc)
 static void feed_applied(struct feed *f)
 {
 	feed_inc(&f->route_updates, 1);
-	feed_inc(&f->d->ingest.applied, 1);
+	ingest_count(f->d->ingest, 1, 0);
 }
 
 static void feed_refused(struct feed *f, const struct errbuf *err)
 {
 	feed_error(f, &f->apply_errors, "%s", err->msg);
-	feed_inc(&f->d->ingest.rejected, 1);
+	ingest_count(f->d->ingest, 0, 1);
 }
 
 /* fib_route_add_undo() of @rc with FIB_F_* @flags, counted. */
@@ -978,8 +981,8 @@ static struct feed_wait_obj **feed_wait_find(struct feed *f, uint32_t id)
 
 static void feed_wait_counts(struct feed *f)
 {
-	__atomic_store_n(&f->wait_objects, (uint64_t)f->n_waiting, __ATOMIC_RELAXED);
-	__atomic_store_n(&f->wait_routes, (uint64_t)f->wait_keys.n, __ATOMIC_RELAXED);
+	uatomic_set(&f->wait_objects, (uint64_t)f->n_waiting);
+	uatomic_set(&f->wait_routes, (uint64_t)f->wait_keys.n);
 }
 
 /* Whether @w is still the latest update of its key; the key is forgotten if so. */
@@ -1199,7 +1202,7 @@ static int feed_nh_set(struct feed *f, const struct nh_obj_cfg *c, struct errbuf
 	}
 	if (feed_ids_mark(&f->ids, c->id, f->gen))
 		feed_error(f, &f->apply_errors, "out of memory for the feed's nexthop set");
-	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	uatomic_set(&f->nexthops, f->ids.n);
 	return 0;
 }
 
@@ -1261,7 +1264,7 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		ret = fib_nh_del(f->d->fib, n.cfg.id, &err);
 		if (!ret) {
 			feed_ids_forget(&f->ids, n.cfg.id);
-			__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+			uatomic_set(&f->nexthops, f->ids.n);
 		} else if (ret != -ENOENT) {
 			feed_error(f, &f->apply_errors, "%s", err.msg);
 		}
@@ -1356,7 +1359,7 @@ static void feed_sweep(struct feed *f, uint32_t keep)
 		i = (size_t)-1; /* the table moved: start over (sweeps are rare) */
 	}
 	feed_dec(&f->routes, routes > f->routes ? f->routes : routes);
-	__atomic_store_n(&f->nexthops, f->ids.n, __ATOMIC_RELAXED);
+	uatomic_set(&f->nexthops, f->ids.n);
 	feed_inc(keep ? &f->swept : &f->flushed, routes + objects);
 	if (routes + objects)
 		log_notice("%s feed: %s %llu routes and %llu nexthop objects%s", f->name,
@@ -1429,7 +1432,7 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		feed_settle(f, NULL);
 		feed_sweep(f, 0);
 		feed_sync_leave(f);
-		__atomic_store_n(&f->routes, 0, __ATOMIC_RELAXED);
+		uatomic_set(&f->routes, 0);
 		break;
 	case FEED_JOB_TABLES:
 		free(f->tables);
@@ -1493,7 +1496,7 @@ int feed_claim(struct lcfibd *d, const struct fib_rcfg *rc, struct errbuf *err)
 		}
 		/* Its route is gone (deleted by the operator): the key changes hands. */
 		feed_set_remove_at(&f->set, (size_t)(slot - f->set.k));
-		if (__atomic_load_n(&f->routes, __ATOMIC_RELAXED))
+		if (uatomic_read(&f->routes))
 			feed_dec(&f->routes, 1);
 	}
 	return 0;
@@ -1591,7 +1594,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 {
 	struct feed *mf = (struct feed *)f;
 
-#define FEED_LOAD(x) __atomic_load_n(&f->x, __ATOMIC_RELAXED)
+#define FEED_LOAD(x) uatomic_read(&f->x)
 	st->messages = FEED_LOAD(messages);
 	st->routes = FEED_LOAD(routes);
 	st->nexthops = FEED_LOAD(nexthops);

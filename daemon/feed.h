@@ -38,11 +38,6 @@ struct feed_stats {
 	char last_error[256];
 };
 
-/* An fd on the event loop: epoll's data.ptr points at one. */
-struct lcfibd_source {
-	void (*fn)(struct lcfibd *d, struct lcfibd_source *s, uint32_t events);
-};
-
 /* Loop thread. Returns NULL with errno set. @name names it in logs and state. */
 struct feed *feed_new(struct lcfibd *d, const char *name);
 /* Loop thread, at exit; the writer must be stopped. */

@@ -53,9 +53,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "daemon/err.h"
 #include "daemon/feed.h"
+#include "daemon/feed_fpm.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/fpm.h"
 

@@ -43,8 +43,13 @@
 #include <linux/nexthop.h>
 #include <linux/rtnetlink.h>
 
+#include "daemon/err.h"
+#include "daemon/feed.h"
+#include "daemon/feed_kernel.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 
 #define feed_kernel_of(ptr, member)                                                                \

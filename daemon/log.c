@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <urcu/uatomic.h>
 
 #include "daemon/log.h"
 
@@ -37,12 +38,12 @@ void log_close(void)
 
 void log_set_level(int level)
 {
-	__atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+	uatomic_set(&log_level, level);
 }
 
 int log_get_level(void)
 {
-	return __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+	return uatomic_read(&log_level);
 }
 
 int log_level_parse(const char *s)

@@ -19,8 +19,17 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon/cfg.h"
+#include "daemon/ctl.h"
+#include "daemon/feed_file.h"
+#include "daemon/feed_fpm.h"
+#include "daemon/feed_kernel.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/rpc.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/ifname.h"
 
@@ -414,7 +423,7 @@ static void on_signal(struct lcfibd *d, struct lcfibd_source *s, uint32_t events
 
 static void on_timer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
 {
-	uint64_t n, applied = __atomic_load_n(&d->ingest.applied, __ATOMIC_RELAXED);
+	uint64_t n, applied = ingest_applied(d->ingest);
 
 	(void)s;
 	(void)events;
@@ -431,6 +440,7 @@ static void on_writer(struct lcfibd *d, struct lcfibd_source *s, uint32_t events
 	(void)s;
 	(void)events;
 	writer_reap(d);
+	ctl_progress(d); /* the writer wakes the loop for progress too */
 }
 
 static struct lcfibd_source src_signal = { on_signal }, src_timer = { on_timer },
@@ -492,7 +502,7 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 		fib_reclaim_barrier(d->fib);
 		fib_destroy(d->fib);
 	}
-	rpc_loaded_free(d);
+	feed_file_loaded_free(d);
 	cfg_fini(d);
 	if (d->ly)
 		ly_ctx_destroy(d->ly);
@@ -501,7 +511,7 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 			close(*fd);
 	}
 	ifname_reset();
-	pthread_mutex_destroy(&d->ingest.lock);
+	ingest_free(d->ingest);
 	for (unsigned int i = 0; i < 6; i++)
 		free(o->owned[i]);
 }
@@ -519,7 +529,6 @@ int main(int argc, char **argv)
 	sigset_t set;
 
 	signals_block(&set);
-	pthread_mutex_init(&d.ingest.lock, NULL);
 	if (parse_args(&d, &o, argc, argv))
 		return 2;
 	d.check_only = o.check_only;
@@ -542,7 +551,12 @@ int main(int argc, char **argv)
 	 * libyang's context, the config's checks and the sockets a feed opens
 	 * in prepare() are plain memory and descriptors: they survive the fork.
 	 */
-	if (yang_init(&d) || cfg_check_handlers(&d) || cfg_init(&d, o.check_only))
+	d.ingest = ingest_new();
+	if (!d.ingest) {
+		log_err("out of memory");
+		goto out;
+	}
+	if (yang_init(&d) || cfg_check_handlers(&d) || rpc_init(&d) || cfg_init(&d, o.check_only))
 		goto out;
 	if (o.check_only) {
 		status = 0;
@@ -581,7 +595,7 @@ int main(int argc, char **argv)
 	cfg_apply_all(&d);
 	log_notice("lcfibd %s serving on %s (state %s, sync-mem %llu)", PACKAGE_VERSION,
 		   d.socket_path, d.state_dir, (unsigned long long)fib_get_sync_mem(d.fib));
-	rpc_load_configured(&d, false);
+	cfg_load_route_files(&d);
 	daemon_ready(&ready_fd, 0, o.log_dest == 2);
 	loop_run(&d);
 	status = 0;

@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "daemon/lcfibd.h"
+#include "daemon/peer.h"
 #include "lib/routefile.h"
 
 int peer_get(int fd, struct lcfibd_peer *p)

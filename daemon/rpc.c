@@ -14,8 +14,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/cfg.h"
+#include "daemon/ctl.h"
+#include "daemon/err.h"
+#include "daemon/feed.h"
+#include "daemon/feed_file.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/peer.h"
+#include "daemon/rpc.h"
+#include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/ifname.h"
 #include "lib/names.h"
@@ -617,41 +626,21 @@ static int rpc_routes(struct ctl_conn *c, uint32_t id, const struct lyd_node *op
 
 /* ------------------------------------------------------- writer jobs */
 
-enum rpc_job_kind { RPC_JOB_FLUSH, RPC_JOB_ROUTE, RPC_JOB_LOAD };
+enum rpc_job_kind { RPC_JOB_FLUSH, RPC_JOB_ROUTE };
 
+/* A flush or a route's add or delete; a load is a feed_file_job. */
 struct rpc_job {
 	struct writer_job job; /* first */
 	enum rpc_job_kind kind;
 	int ret;
 	struct errbuf err;
-	struct timespec t0;
 	/* flush */
 	uint32_t table;
 	int family;
 	uint64_t removed;
 	/* route-add / route-delete */
 	struct routefile_route rt;
-	/* load */
-	char *path;   /* as the client named it */
-	char *format; /* auto, batch, plain */
-	bool skip_bad, transient, configured;
-	char *buf; /* a streamed file */
-	size_t len;
-	int fd; /* the file, opened with the client's rights; -1: open path (configured) */
-	struct routefile *rf;
-	struct routefile_result res;
-	uint64_t lines, duration_us;
-	struct timespec last_kick;
 };
-
-static uint64_t rpc_now_us(const struct timespec *since)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)(t.tv_sec - since->tv_sec) * 1000000u +
-	       (uint64_t)((t.tv_nsec - since->tv_nsec) / 1000);
-}
 
 static struct rpc_job *rpc_job_new(enum rpc_job_kind kind, struct ctl_conn *c, uint32_t id,
 				   void (*run)(struct lcfibd *, struct writer_job *),
@@ -662,31 +651,23 @@ static struct rpc_job *rpc_job_new(enum rpc_job_kind kind, struct ctl_conn *c, u
 	if (!j)
 		return NULL;
 	j->kind = kind;
-	j->fd = -1;
 	j->job.conn = c;
 	j->job.req_id = id;
 	j->job.run = run;
 	j->job.done = done;
-	clock_gettime(CLOCK_MONOTONIC, &j->t0);
 	return j;
 }
 
 /* Queues @j; its client's later requests wait for the reply. */
-static void rpc_submit(struct lcfibd *d, struct rpc_job *j)
+static void rpc_submit(struct lcfibd *d, struct writer_job *j)
 {
-	if (j->job.conn)
-		ctl_conn_set_busy(j->job.conn, &j->job);
-	writer_submit(d->writer, &j->job);
+	if (j->conn)
+		ctl_conn_set_busy(j->conn, j);
+	writer_submit(d->writer, j);
 }
 
 static void rpc_job_free(struct rpc_job *j)
 {
-	routefile_free(j->rf);
-	if (j->fd >= 0)
-		close(j->fd);
-	free(j->path);
-	free(j->format);
-	free(j->buf);
 	free(j);
 }
 
@@ -705,19 +686,6 @@ static void rpc_job_reply(struct lcfibd *d, struct rpc_job *j, const char *tag, 
 		ctl_conn_resume(d, j->job.conn);
 }
 
-static void rpc_count(struct lcfibd *d, uint64_t applied, uint64_t rejected)
-{
-	__atomic_add_fetch(&d->ingest.applied, applied, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&d->ingest.rejected, rejected, __ATOMIC_RELAXED);
-}
-
-static void rpc_last_error(struct lcfibd *d, const char *msg)
-{
-	pthread_mutex_lock(&d->ingest.lock);
-	snprintf(d->ingest.last_error, sizeof(d->ingest.last_error), "%s", msg);
-	pthread_mutex_unlock(&d->ingest.lock);
-}
-
 /* flush */
 
 static void rpc_flush_run(struct lcfibd *d, struct writer_job *wj)
@@ -731,7 +699,7 @@ static void rpc_flush_run(struct lcfibd *d, struct writer_job *wj)
 		err_set(&j->err, "flush of table %u failed: %s", j->table, strerror(-j->ret));
 	fib_get_state(d->fib, &after);
 	j->removed = before.routes4 + before.routes6 - after.routes4 - after.routes6;
-	rpc_count(d, j->removed, 0);
+	ingest_count(d->ingest, j->removed, 0);
 }
 
 static void rpc_flush_done(struct lcfibd *d, struct writer_job *wj)
@@ -760,7 +728,7 @@ static int rpc_flush(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const st
 	}
 	j->table = t && strcmp(t, "all") == 0 ? 0 : rpc_table(t);
 	j->family = rpc_family(rpc_value(op, "family"));
-	rpc_submit(d, j);
+	rpc_submit(d, &j->job);
 	return 1;
 }
 
@@ -774,9 +742,9 @@ static void rpc_route_run(struct lcfibd *d, struct writer_job *wj)
 		j->ret = fib_route_del(d->fib, &j->rt.rc, &j->err);
 	else if (!(j->ret = feed_claim(d, &j->rt.rc, &j->err)))
 		j->ret = fib_route_add(d->fib, &j->rt.rc, &j->err);
-	rpc_count(d, !j->ret, !!j->ret);
+	ingest_count(d->ingest, !j->ret, !!j->ret);
 	if (j->ret)
-		rpc_last_error(d, j->err.msg);
+		ingest_set_error(d->ingest, j->err.msg);
 }
 
 static void rpc_route_done(struct lcfibd *d, struct writer_job *wj)
@@ -899,124 +867,14 @@ static int rpc_route(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const st
 		return -1;
 	}
 	j->rt.rc.paths = j->rt.paths;
-	rpc_submit(d, j);
+	rpc_submit(d, &j->job);
 	return 1;
 }
 
 /* ----------------------------------------------------------------- load */
 
-static enum routefile_format rpc_format(const char *s)
-{
-	if (s && strcmp(s, "batch") == 0)
-		return ROUTEFILE_BATCH;
-	if (s && strcmp(s, "plain") == 0)
-		return ROUTEFILE_PLAIN;
-	return ROUTEFILE_AUTO;
-}
-
-static void rpc_load_phase(struct lcfibd *d, const char *phase, uint64_t done, uint64_t total)
-{
-	pthread_mutex_lock(&d->ingest.lock);
-	if (d->ingest.phase != phase)
-		clock_gettime(CLOCK_MONOTONIC, &d->ingest.phase_start);
-	d->ingest.phase = phase;
-	d->ingest.done = done;
-	d->ingest.total = total;
-	pthread_mutex_unlock(&d->ingest.lock);
-}
-
-struct rpc_progress {
-	struct lcfibd *d;
-	struct rpc_job *j;
-};
-
-/* Writer thread: records progress and wakes the loop, at most ten times a second. */
-static void rpc_load_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
-{
-	struct rpc_progress *p = ctx;
-	struct timespec now;
-
-	rpc_load_phase(p->d, phase, done, total);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((now.tv_sec - p->j->last_kick.tv_sec) * 1000000000L + now.tv_nsec -
-		    p->j->last_kick.tv_nsec <
-	    100000000L)
-		return;
-	p->j->last_kick = now;
-	writer_kick(p->d->writer);
-}
-
-/*
- * The lines a load skipped: those that did not parse and those that did not
- * apply. The reply, the log and state all give this one count.
- */
-static uint64_t rpc_load_skipped(const struct rpc_job *j)
-{
-	return j->rf ? routefile_bad_lines(j->rf) : 0;
-}
-
-/* A route file's add: refused on a key a feed holds, as a control-socket add is. */
-static int rpc_load_claim(void *ctx, const struct fib_rcfg *rc, struct errbuf *err)
-{
-	return feed_claim(ctx, rc, err);
-}
-
-static void rpc_load_run(struct lcfibd *d, struct writer_job *wj)
-{
-	struct rpc_job *j = (struct rpc_job *)wj;
-	struct routefile_opts o = {
-		.format = rpc_format(j->format),
-		.family = AF_UNSPEC,
-		.skip_bad_lines = j->skip_bad,
-		.name = j->path,
-		.max_size = d->max_file_size,
-		.cancel = &wj->cancel,
-		.claim = rpc_load_claim,
-		.claim_ctx = d,
-	};
-	struct rpc_progress p = { d, j };
-
-	pthread_mutex_lock(&d->ingest.lock);
-	snprintf(d->ingest.file, sizeof(d->ingest.file), "%s", j->path);
-	d->ingest.job = wj;
-	pthread_mutex_unlock(&d->ingest.lock);
-	rpc_load_phase(d, "parsing", 0, 0);
-	writer_kick(d->writer);
-	j->rf = routefile_new(&o);
-	if (!j->rf) {
-		j->ret = -errno;
-		err_set(&j->err, "%s: out of memory", j->path);
-		goto out;
-	}
-	if (j->buf) {
-		j->ret = routefile_feed(j->rf, j->buf, j->len, true);
-		if (j->ret == -ECANCELED)
-			err_set(&j->err, "%s: cancelled", j->path);
-		else if (j->ret)
-			err_set(&j->err, "%s: %s", j->path, strerror(-j->ret));
-	} else if (j->fd >= 0) {
-		j->ret = routefile_read_fd(j->rf, j->fd, &j->err);
-	} else {
-		/* A configured file: the config is root's (see rpc_load_open()). */
-		j->ret = routefile_read_file(j->rf, j->path, &j->err);
-	}
-	if (!j->ret)
-		j->ret = routefile_apply(j->rf, d->fib, rpc_load_progress, &p, &j->res, &j->err);
-	j->lines = routefile_lines(j->rf);
-out:
-	j->duration_us = rpc_now_us(&j->t0);
-	if (j->ret)
-		rpc_count(d, 0, rpc_load_skipped(j) ? rpc_load_skipped(j) : 1);
-	else
-		rpc_count(d, j->res.applied, rpc_load_skipped(j));
-	pthread_mutex_lock(&d->ingest.lock);
-	d->ingest.phase = NULL;
-	d->ingest.job = NULL;
-	pthread_mutex_unlock(&d->ingest.lock);
-}
-
 /* Saves a streamed file in the state directory, so the config can name it. */
-static char *rpc_save_stream(struct lcfibd *d, const struct rpc_job *j, struct lcfibd_err *e)
+static char *rpc_save_stream(struct lcfibd *d, const struct feed_file_job *j, struct lcfibd_err *e)
 {
 	char dir[4096], path[4200];
 	struct timespec now;
@@ -1048,53 +906,23 @@ fail:
 	return NULL;
 }
 
-static void rpc_loaded_add(struct lcfibd *d, const char *path)
-{
-	char **v = realloc(d->loaded, (d->n_loaded + 1) * sizeof(*v));
-
-	if (!v)
-		return;
-	d->loaded = v;
-	v[d->n_loaded] = strdup(path);
-	if (v[d->n_loaded])
-		d->n_loaded++;
-}
-
-static bool rpc_loaded(const struct lcfibd *d, const char *path)
-{
-	for (unsigned int i = 0; i < d->n_loaded; i++) {
-		if (strcmp(d->loaded[i], path) == 0)
-			return true;
-	}
-	return false;
-}
-
-void rpc_loaded_free(struct lcfibd *d)
-{
-	for (unsigned int i = 0; i < d->n_loaded; i++)
-		free(d->loaded[i]);
-	free(d->loaded);
-	d->loaded = NULL;
-	d->n_loaded = 0;
-}
-
 /*
  * Records a successful load in the running config, unless transient.
  * Returns 0, or -1 with why in @e: the routes are in, but a restart will
  * not load the file again (the reply, lcfibctl's status and state say so).
  */
-static int rpc_load_record(struct lcfibd *d, struct rpc_job *j, struct lcfibd_err *e)
+static int rpc_load_record(struct lcfibd *d, struct feed_file_job *j, struct lcfibd_err *e)
 {
 	char *path = j->path;
 
-	if (j->transient || j->configured)
+	if (j->transient)
 		return 0;
 	if (j->buf) {
 		path = rpc_save_stream(d, j, e);
 		if (!path)
 			goto fail;
 	}
-	rpc_loaded_add(d, path);
+	feed_file_loaded_add(d, path);
 	if (cfg_add_route_file(d, path, j->format, j->skip_bad, e) == 0) {
 		if (path != j->path)
 			free(path);
@@ -1104,31 +932,12 @@ static int rpc_load_record(struct lcfibd *d, struct rpc_job *j, struct lcfibd_er
 		free(path);
 fail:
 	log_err("%s loaded, but not recorded in the config: %s", j->path, e->msg);
-	pthread_mutex_lock(&d->ingest.lock);
-	d->ingest.loads_not_recorded++;
-	pthread_mutex_unlock(&d->ingest.lock);
+	ingest_load_not_recorded(d->ingest);
 	return -1;
 }
 
-static void rpc_load_stats(struct lcfibd *d, const struct rpc_job *j, uint64_t rate)
-{
-	pthread_mutex_lock(&d->ingest.lock);
-	if (j->ret) {
-		d->ingest.loads_failed++;
-		snprintf(d->ingest.last_error, sizeof(d->ingest.last_error), "%s", j->err.msg);
-	} else {
-		d->ingest.loads++;
-		snprintf(d->ingest.last_file, sizeof(d->ingest.last_file), "%s", j->path);
-		d->ingest.last_routes = j->res.applied;
-		d->ingest.last_skipped = rpc_load_skipped(j);
-		d->ingest.last_duration_us = j->duration_us;
-		d->ingest.last_rate = rate;
-	}
-	pthread_mutex_unlock(&d->ingest.lock);
-}
-
 /* The bad lines of a load, as error items or as output list entries. */
-static void rpc_load_fail_reply(struct lcfibd *d, struct rpc_job *j)
+static void rpc_load_fail_reply(struct lcfibd *d, struct feed_file_job *j)
 {
 	uint64_t n = j->rf ? routefile_bad_lines(j->rf) : 0,
 		 k = n < RPC_BAD_LINES_MAX ? n : RPC_BAD_LINES_MAX;
@@ -1161,12 +970,12 @@ static void rpc_load_fail_reply(struct lcfibd *d, struct rpc_job *j)
 	free(e);
 }
 
-static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate,
-			const char *not_recorded, char **json)
+static int rpc_load_out(struct lcfibd *d, struct feed_file_job *j, const char *not_recorded,
+			char **json)
 {
 	struct lcfibd_err e = { 0 };
 	struct lyd_node *out = rpc_reply_new(d, "load", &e);
-	uint64_t n = rpc_load_skipped(j);
+	uint64_t n = feed_file_skipped(j);
 	int ret;
 
 	if (!out)
@@ -1175,7 +984,7 @@ static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate,
 	ret |= rpc_term(out, "applied", "%llu", (unsigned long long)j->res.applied);
 	ret |= rpc_term(out, "skipped", "%llu", (unsigned long long)n);
 	ret |= rpc_term(out, "duration", "%llu", (unsigned long long)j->duration_us);
-	ret |= rpc_term(out, "rate", "%llu", (unsigned long long)rate);
+	ret |= rpc_term(out, "rate", "%llu", (unsigned long long)j->rate);
 	if (not_recorded)
 		ret |= rpc_term(out, "not-recorded", "%s", not_recorded);
 	for (uint64_t i = 0; i < n && i < RPC_BAD_LINES_MAX && !ret; i++) {
@@ -1197,47 +1006,37 @@ static int rpc_load_out(struct lcfibd *d, struct rpc_job *j, uint64_t rate,
 	return ret;
 }
 
-static void rpc_load_done(struct lcfibd *d, struct writer_job *wj)
+/* Loop thread: the load is counted and logged; the reply, and the config's record of it. */
+static void rpc_load_done(struct lcfibd *d, struct feed_file_job *j)
 {
-	struct rpc_job *j = (struct rpc_job *)wj;
-	uint64_t rate = j->duration_us ? j->res.applied * 1000000u / j->duration_us : 0;
 	struct lcfibd_err e = { 0 };
 	char *json = NULL;
 
-	rpc_load_stats(d, j, rate);
 	if (j->ret) {
-		log_err("load of %s applied nothing: %s", j->path, j->err.msg);
 		rpc_load_fail_reply(d, j);
 	} else {
-		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
-			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
-			   (unsigned long long)rate, (unsigned long long)rpc_load_skipped(j));
 		/* Before the reply (it waits for the config's fsync), which says if it failed. */
-		if (rpc_load_out(d, j, rate, rpc_load_record(d, j, &e) ? e.msg : NULL, &json))
+		if (rpc_load_out(d, j, rpc_load_record(d, j, &e) ? e.msg : NULL, &json))
 			log_warn("%s: cannot build the reply", __func__);
 		ctl_reply(d, j->job.conn, j->job.req_id, json);
 		free(json);
 	}
 	if (j->job.conn)
 		ctl_conn_resume(d, j->job.conn);
-	rpc_job_free(j);
+	feed_file_job_free(j);
 }
 
-static struct rpc_job *rpc_load_job(struct ctl_conn *c, uint32_t id, const char *path,
-				    const char *format, bool skip_bad, bool transient)
+static struct feed_file_job *rpc_load_job(struct ctl_conn *c, uint32_t id, const char *path,
+					  const char *format, bool skip_bad, bool transient)
 {
-	struct rpc_job *j = rpc_job_new(RPC_JOB_LOAD, c, id, rpc_load_run, rpc_load_done);
+	struct feed_file_job *j = feed_file_job_new(path, format, skip_bad);
 
 	if (!j)
 		return NULL;
-	j->path = strdup(path);
-	j->format = strdup(format ? format : "auto");
-	j->skip_bad = skip_bad;
+	j->job.conn = c;
+	j->job.req_id = id;
 	j->transient = transient;
-	if (!j->path || !j->format) {
-		rpc_job_free(j);
-		return NULL;
-	}
+	j->done = rpc_load_done;
 	return j;
 }
 
@@ -1249,7 +1048,7 @@ static struct rpc_job *rpc_load_job(struct ctl_conn *c, uint32_t id, const char 
  * passed: the daemon reads a recorded path again at every start with its
  * own rights.
  */
-static int rpc_load_open(struct lcfibd *d, struct ctl_conn *c, struct rpc_job *j,
+static int rpc_load_open(struct lcfibd *d, struct ctl_conn *c, struct feed_file_job *j,
 			 struct lcfibd_err *e)
 {
 	const struct lcfibd_peer *p = ctl_conn_peer(c);
@@ -1280,12 +1079,41 @@ static int rpc_load_open(struct lcfibd *d, struct ctl_conn *c, struct rpc_job *j
 	return 0;
 }
 
+/* A streamed load's bytes arrived: queue it. */
+static int rpc_load_stream_end(struct lcfibd *d, struct ctl_conn *c, struct lcfibd_err *e)
+{
+	struct writer_job *wj;
+	struct feed_file_job *j;
+	size_t len;
+	char *buf = ctl_conn_take_stream(c, &len, &wj);
+
+	if (!wj) {
+		free(buf);
+		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "no load of '-' is streaming");
+		return -1;
+	}
+	j = (struct feed_file_job *)wj;
+	j->buf = buf;
+	j->len = len;
+	rpc_submit(d, &j->job);
+	return 0;
+}
+
+/* A streamed load's client went away before the end: drop the job. */
+static void rpc_load_stream_abort(struct writer_job *wj)
+{
+	feed_file_job_free((struct feed_file_job *)wj);
+}
+
+static const struct ctl_stream rpc_load_stream = { rpc_load_stream_end, rpc_load_stream_abort };
+
 static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
 		    struct lcfibd_err *e)
 {
 	const char *path = rpc_value(op, "path");
-	struct rpc_job *j = rpc_load_job(c, id, path, rpc_value(op, "format"),
-					 rpc_bool(op, "skip-bad-lines"), rpc_bool(op, "transient"));
+	struct feed_file_job *j =
+		rpc_load_job(c, id, path, rpc_value(op, "format"), rpc_bool(op, "skip-bad-lines"),
+			     rpc_bool(op, "transient"));
 
 	if (!j) {
 		lcfibd_err_set(e, CTL_TAG_FAILED, NULL, "out of memory");
@@ -1293,95 +1121,107 @@ static int rpc_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const str
 	}
 	if (strcmp(path, "-") == 0) {
 		/* The file follows in CTL_DATA frames; ctl.c collects them. */
-		ctl_conn_set_stream(c, &j->job, rpc_u64(op, "size", 0));
+		ctl_conn_set_stream(c, &j->job, rpc_u64(op, "size", 0), &rpc_load_stream);
 		return 1;
 	}
 	if (path[0] != '/') {
 		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:load/path",
 			       "'%s' is not an absolute path (the daemon reads it)", path);
-		rpc_job_free(j);
+		feed_file_job_free(j);
 		return -1;
 	}
 	if (rpc_load_open(d, c, j, e)) {
-		rpc_job_free(j);
+		feed_file_job_free(j);
 		return -1;
 	}
-	rpc_submit(d, j);
+	rpc_submit(d, &j->job);
 	return 1;
-}
-
-int rpc_load_stream_end(struct lcfibd *d, struct ctl_conn *c, struct lcfibd_err *e)
-{
-	struct writer_job *wj;
-	struct rpc_job *j;
-	size_t len;
-	char *buf = ctl_conn_take_stream(c, &len, &wj);
-
-	(void)e;
-	j = (struct rpc_job *)wj;
-	j->buf = buf;
-	j->len = len;
-	rpc_submit(d, j);
-	return 0;
-}
-
-void rpc_load_stream_abort(struct writer_job *wj)
-{
-	rpc_job_free((struct rpc_job *)wj);
-}
-
-void rpc_load_configured(struct lcfibd *d, bool only_new)
-{
-	struct ly_set *set = NULL;
-
-	if (lyd_find_xpath(d->running, "/lcfib:lcfib/route-files/route-file", &set) != LY_SUCCESS)
-		return;
-	for (uint32_t i = 0; i < set->count; i++) {
-		const struct lyd_node *rf = set->dnodes[i];
-		const char *path = rpc_value(rf, "path");
-		struct rpc_job *j;
-
-		if (only_new && rpc_loaded(d, path))
-			continue;
-		j = rpc_load_job(NULL, 0, path, rpc_value(rf, "format"),
-				 rpc_bool(rf, "skip-bad-lines"), true);
-		if (!j) {
-			log_err("out of memory queueing %s", path);
-			continue;
-		}
-		j->configured = true;
-		rpc_loaded_add(d, path);
-		log_info("loading configured route file %s", path);
-		writer_submit(d->writer, &j->job);
-	}
-	ly_set_free(set, NULL);
 }
 
 /* ------------------------------------------------------------ dispatch */
 
-bool rpc_is_read_only(const char *name)
+/* The handlers, as ctl.c calls them (struct ctl_rpc). */
+
+static int rpc_do_lookup(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			 const struct lyd_node *op, char **reply, struct lcfibd_err *e)
 {
-	return strcmp(name, "lookup") == 0 || strcmp(name, "routes") == 0;
+	(void)c;
+	(void)id;
+	*reply = NULL;
+	return rpc_lookup(d, op, reply, e);
 }
 
-int rpc_run(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
-	    char **reply, struct lcfibd_err *e)
+static int rpc_do_routes(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			 const struct lyd_node *op, char **reply, struct lcfibd_err *e)
 {
-	const char *name = LYD_NAME(op);
-
+	(void)d;
 	*reply = NULL;
-	if (strcmp(name, "lookup") == 0)
-		return rpc_lookup(d, op, reply, e);
-	if (strcmp(name, "routes") == 0)
-		return rpc_routes(c, id, op, e); /* in pieces, as @c drains */
-	if (strcmp(name, "flush") == 0)
-		return rpc_flush(d, c, id, op, e);
-	if (strcmp(name, "route-add") == 0)
-		return rpc_route(d, c, id, op, false, e);
-	if (strcmp(name, "route-delete") == 0)
-		return rpc_route(d, c, id, op, true, e);
-	if (strcmp(name, "load") == 0)
-		return rpc_load(d, c, id, op, e);
-	lcfibd_err_set(e, CTL_TAG_UNSUPPORTED, NULL, "operation %s has no handler in lcfibd", name);
-	return -1;
+	return rpc_routes(c, id, op, e); /* in pieces, as @c drains */
+}
+
+static int rpc_do_flush(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			const struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	*reply = NULL;
+	return rpc_flush(d, c, id, op, e);
+}
+
+static int rpc_do_route_add(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			    const struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	*reply = NULL;
+	return rpc_route(d, c, id, op, false, e);
+}
+
+static int rpc_do_route_delete(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			       const struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	*reply = NULL;
+	return rpc_route(d, c, id, op, true, e);
+}
+
+static int rpc_do_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const struct lyd_node *op,
+		       char **reply, struct lcfibd_err *e)
+{
+	*reply = NULL;
+	return rpc_load(d, c, id, op, e);
+}
+
+/* Every RPC of the lcfib module: rpc_init() checks the module against it. */
+static const struct ctl_rpc rpc_handlers[] = {
+	{ "lookup", rpc_do_lookup, true },
+	{ "routes", rpc_do_routes, true },
+	{ "flush", rpc_do_flush, false },
+	{ "route-add", rpc_do_route_add, false },
+	{ "route-delete", rpc_do_route_delete, false },
+	{ "load", rpc_do_load, false },
+};
+
+static const struct ctl_rpcs rpc_rpcs = { rpc_handlers,
+					  sizeof(rpc_handlers) / sizeof(rpc_handlers[0]) };
+
+static bool rpc_has_handler(const char *name)
+{
+	for (unsigned int i = 0; i < rpc_rpcs.n; i++) {
+		if (strcmp(rpc_handlers[i].name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+int rpc_init(struct lcfibd *d)
+{
+	unsigned int missing = 0;
+
+	for (const struct lysc_node *n = (const struct lysc_node *)d->mod->compiled->rpcs; n;
+	     n = n->next) {
+		if (!rpc_has_handler(n->name)) {
+			log_err("rpc /%s:%s has no handler in lcfibd", d->mod->name, n->name);
+			missing++;
+		}
+	}
+	if (missing)
+		return -1;
+	ctl_set_rpcs(d, &rpc_rpcs);
+	return 0;
 }

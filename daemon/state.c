@@ -11,7 +11,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon/feed.h"
+#include "daemon/feed_fpm.h"
+#include "daemon/feed_kernel.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
+#include "daemon/state.h"
 
 static const char *const state_mem_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nh",
@@ -191,16 +196,16 @@ static int state_memory(struct lyd_node *st, const struct mem_stats *m)
 
 static int state_ingest(struct lcfibd *d, struct lyd_node *st)
 {
-	struct lcfibd_ingest *in = &d->ingest;
+	struct ingest_state s, *in = &s;
 	struct lyd_node *n = state_inner(st, "ingest"), *l;
 	int ret;
 
 	if (!n)
 		return -1;
-	ret = state_u64(n, "updates-applied", __atomic_load_n(&in->applied, __ATOMIC_RELAXED));
-	ret |= state_u64(n, "updates-rejected", __atomic_load_n(&in->rejected, __ATOMIC_RELAXED));
+	ingest_get(d->ingest, in);
+	ret = state_u64(n, "updates-applied", in->applied);
+	ret |= state_u64(n, "updates-rejected", in->rejected);
 	ret |= state_u64(n, "rate", d->rate);
-	pthread_mutex_lock(&in->lock);
 	ret |= state_u64(n, "loads", in->loads);
 	ret |= state_u64(n, "loads-failed", in->loads_failed);
 	ret |= state_u64(n, "loads-not-recorded", in->loads_not_recorded);
@@ -227,7 +232,6 @@ static int state_ingest(struct lcfibd *d, struct lyd_node *st)
 			ret |= state_u64(l, "rate", in->last_rate);
 		}
 	}
-	pthread_mutex_unlock(&in->lock);
 	return ret;
 }
 

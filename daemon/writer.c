@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <urcu/uatomic.h>
 
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/writer.h"
 #include "lib/routefile.h"
 
 struct writer {
@@ -20,7 +22,7 @@ struct writer {
 	struct writer_job *todo, **todo_tail; /* under lock */
 	struct writer_job *done, **done_tail; /* under lock */
 	struct writer_job *running;           /* under lock */
-	unsigned int pending;                 /* queued or running (atomic) */
+	unsigned int pending;                 /* queued or running (uatomic) */
 	bool stopping;
 	int evfd;
 };
@@ -114,9 +116,9 @@ void writer_stop(struct writer *w)
 {
 	pthread_mutex_lock(&w->lock);
 	if (w->running)
-		__atomic_fetch_or(&w->running->cancel, ROUTEFILE_ABANDON, __ATOMIC_RELAXED);
+		uatomic_or(&w->running->cancel, ROUTEFILE_ABANDON);
 	for (struct writer_job *j = w->todo; j; j = j->next)
-		__atomic_fetch_or(&j->cancel, ROUTEFILE_ABANDON, __ATOMIC_RELAXED);
+		uatomic_or(&j->cancel, ROUTEFILE_ABANDON);
 	w->stopping = true;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
@@ -138,7 +140,7 @@ void writer_submit(struct writer *w, struct writer_job *j)
 	pthread_mutex_lock(&w->lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
-	__atomic_add_fetch(&w->pending, 1, __ATOMIC_RELAXED);
+	uatomic_inc(&w->pending);
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -150,7 +152,7 @@ int writer_event_fd(const struct writer *w)
 
 bool writer_busy(const struct writer *w)
 {
-	return __atomic_load_n(&w->pending, __ATOMIC_RELAXED) > 0;
+	return uatomic_read(&w->pending) > 0;
 }
 
 void writer_reap(struct lcfibd *d)
@@ -168,8 +170,7 @@ void writer_reap(struct lcfibd *d)
 	pthread_mutex_unlock(&w->lock);
 	for (; j; j = next) {
 		next = j->next;
-		__atomic_sub_fetch(&w->pending, 1, __ATOMIC_RELAXED);
+		uatomic_dec(&w->pending);
 		j->done(d, j);
 	}
-	ctl_progress(d);
 }

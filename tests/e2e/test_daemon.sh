@@ -121,6 +121,38 @@ EOF
 	d_stop shipped
 }
 
+test_lcfibd_refuses_to_start_when_an_rpc_has_no_handler()
+{
+	local y=$T/yang-unhandled-rpc st
+	mkdir -p "$y" "$T/unhandled-rpc"
+	"$PYTHON" - "$YANG_DIR/lcfib.yang" "$y/lcfib.yang" <<'EOF'
+import sys
+text = open(sys.argv[1]).read()
+at = "  rpc flush {"
+assert text.count(at) == 1, "anchor moved in lcfib.yang"
+text = text.replace(at, '''  rpc e2e-unhandled {
+    description "An RPC no handler knows.";
+  }
+
+''' + at)
+open(sys.argv[2], "w").write(text)
+EOF
+	if command -v yanglint >/dev/null; then
+		expect_status 0 yanglint -D "$y/lcfib.yang"
+	fi
+	# -t: the start-up checks, then exit (a daemon without them would serve).
+	st=0
+	timeout -k 5 60 "$LCFIBD" -t -f -s "$T/unhandled-rpc/sock" -S "$T/unhandled-rpc/state" \
+		-p "$T/unhandled-rpc/pid" -y "$y" 2>"$T/unhandled-rpc/log" </dev/null || st=$?
+	cat "$T/unhandled-rpc/log"
+	[ "$st" -ne 0 ] || fail "lcfibd -t passed a module with an RPC that has no handler"
+	expect_match "$(cat "$T/unhandled-rpc/log")" "rpc /lcfib:e2e-unhandled has no handler" \
+		"the log"
+	# The same check with the module as shipped passes.
+	expect_status 0 timeout -k 5 60 "$LCFIBD" -t -f -s "$T/unhandled-rpc/sock" \
+		-S "$T/unhandled-rpc/state" -p "$T/unhandled-rpc/pid" -y "$YANG_DIR"
+}
+
 # Writes STATEDIR/lcfibd.json and checks that lcfibd refuses to start, naming
 # the file, the line and (for a value) the YANG path, and leaves the file be.
 expect_config_refused()
@@ -637,6 +669,7 @@ e2e_init
 
 t_run test_yang_module_passes_yanglint_without_warnings
 t_run test_lcfibd_refuses_to_start_when_a_config_leaf_has_no_handler
+t_run test_lcfibd_refuses_to_start_when_an_rpc_has_no_handler
 t_run test_corrupt_config_file_stops_start_up_naming_the_file_and_line
 t_run test_sighup_rereads_the_config_file
 t_run test_full_table_loads_end_to_end_and_lookups_agree_with_brute_force

@@ -20,7 +20,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/cfg.h"
+#include "daemon/ctl.h"
+#include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
+#include "daemon/rpc.h"
 #include "daemon/log.h"
 #include "lib/routefile.h"
 #include "tests/fuzz/fuzz-assert.h"
@@ -50,13 +54,15 @@ static struct lcfibd *fuzz_daemon(void)
 	d.config_path = "/nonexistent/lcfibd.json"; /* the defaults */
 	d.state_dir = "/nonexistent";
 	d.socket_path = "/nonexistent/sock";
-	pthread_mutex_init(&d.ingest.lock, NULL);
+	d.ingest = ingest_new();
+	FUZZ_ASSERT(d.ingest);
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
 	ly_log_options(LY_LOSTORE_LAST);
 	FUZZ_ASSERT(d.yang_dir);
 	FUZZ_ASSERT(ly_ctx_new(d.yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD, &d.ly) == LY_SUCCESS);
 	d.mod = ly_ctx_load_module(d.ly, "lcfib", NULL, NULL);
 	FUZZ_ASSERT(d.mod);
+	FUZZ_ASSERT(rpc_init(&d) == 0);
 	FUZZ_ASSERT(cfg_init(&d, false) == 0);
 	/* This thread is the FIB's writer (here) and the loop, a reader. */
 	fib_reader_register();

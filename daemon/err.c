@@ -1,15 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * What every part of lcfibd uses, apart from main.c so that the parts
- * link without it (the fuzz target of the control requests).
- */
+/* Errors meant for a client: set from a format, or from libyang's last error. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
-#include "daemon/lcfibd.h"
+#include "daemon/err.h"
 
 void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, const char *fmt, ...)
 {
@@ -46,11 +42,4 @@ void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const cha
 	else
 		snprintf(e->msg, sizeof(e->msg), "%s%s%s", what ? what : "", what ? ": " : "", msg);
 	ly_err_clean((struct ly_ctx *)ly, NULL);
-}
-
-int lcfibd_watch(struct lcfibd *d, int fd, uint32_t events, struct lcfibd_source *s)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = s };
-
-	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
 }

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operational state (the lcfib module's config false nodes). Loop thread.
+ */
+#ifndef LCFIB_DAEMON_STATE_H
+#define LCFIB_DAEMON_STATE_H
+
+struct lcfibd;
+struct lyd_node;
+
+/*
+ * Adds the operational state under the lcfib container @top (loop thread).
+ * The tries' statistics walk every trie: only when @xpath ("" or "/": all)
+ * may select them.
+ */
+int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath);
+
+#endif

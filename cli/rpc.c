@@ -326,6 +326,18 @@ static void cli_print_load(struct cli *cli, const struct lyd_node *rpc, const st
 	}
 }
 
+/* `metrics`: the text as a scraper reads it. */
+static void cli_print_metrics(struct cli *cli, const struct lyd_node *rpc,
+			      const struct lyd_node *out)
+{
+	const char *text = cli_child_value(out, "text");
+
+	(void)cli;
+	(void)rpc;
+	if (text)
+		fputs(text, stdout);
+}
+
 struct cli_rpc_printer {
 	const char *name;
 	void (*print)(struct cli *cli, const struct lyd_node *rpc, const struct lyd_node *out);
@@ -336,6 +348,7 @@ static const struct cli_rpc_printer cli_rpc_printers[] = {
 	{ "lookup", cli_print_lookup },
 	{ "routes", cli_print_routes },
 	{ "load", cli_print_load },
+	{ "metrics", cli_print_metrics },
 };
 
 static void cli_rpc_print(struct cli *cli, const struct lyd_node *rpc, const struct lyd_node *out)

@@ -133,6 +133,13 @@ static int cli_show_routes(struct cli *cli, int argc, char **argv)
 	return cli_cmd_rpc(cli, argc - 1, argv + 1);
 }
 
+static int cli_show_metrics(struct cli *cli, int argc, char **argv)
+{
+	if (argc > 2)
+		return cli_usage(cli, "show metrics: '%s' is one word too many", argv[2]);
+	return cli_cmd_rpc(cli, 1, argv + 1);
+}
+
 struct cli_show_sub {
 	const char *name;
 	const char *help;
@@ -148,6 +155,8 @@ static const struct cli_show_sub cli_show_subs[] = {
 	  "Routes, as 'ip route' lists them ([PREFIX] [table T] [limit N] [family F] "
 	  "[protocol P] [interface D] [type T] [summary]).",
 	  cli_show_routes },
+	{ "metrics", "The state in Prometheus's text format, as the metrics endpoint serves it.",
+	  cli_show_metrics },
 	{ NULL, NULL, NULL },
 };
 

@@ -24,6 +24,7 @@
 #include "daemon/feed.h"
 #include "daemon/feed_fpm.h"
 #include "daemon/feed_kernel.h"
+#include "daemon/http.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
@@ -309,6 +310,28 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
+/* metrics/{enabled,address,port}: the new listener opens in prepare, so a taken port fails the edit. */
+static int cfg_prepare_metrics(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	const char *on = cfg_value(tree, "metrics/enabled"), *addr = cfg_value(tree, "metrics/address");
+	const char *port = cfg_value(tree, "metrics/port");
+
+	return http_ep_prepare(d->metrics, on && strcmp(on, "true") == 0, addr ? addr : "127.0.0.1",
+			       (uint16_t)(port ? strtoul(port, NULL, 10) : 9717), !d->check_only, e);
+}
+
+static void cfg_apply_metrics(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	(void)tree;
+	(void)at_start;
+	http_ep_apply(d->metrics);
+}
+
+static void cfg_abort_metrics(struct lcfibd *d)
+{
+	http_ep_abort(d->metrics);
+}
+
 /* Whether @tree's route-files list has an entry for @path. */
 static bool cfg_has_route_file(const struct lyd_node *tree, const char *path)
 {
@@ -588,6 +611,9 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/feeds/fpm/allowed-remote", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/feeds/fpm/hold-time", cfg_prepare_fpm, cfg_apply_fpm, feed_fpm_abort },
 	{ CFG_TOP "/max-route-file-size", NULL, cfg_apply_max_file_size, NULL },
+	{ CFG_TOP "/metrics/enabled", cfg_prepare_metrics, cfg_apply_metrics, cfg_abort_metrics },
+	{ CFG_TOP "/metrics/address", cfg_prepare_metrics, cfg_apply_metrics, cfg_abort_metrics },
+	{ CFG_TOP "/metrics/port", cfg_prepare_metrics, cfg_apply_metrics, cfg_abort_metrics },
 	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
 	  NULL },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },

@@ -25,6 +25,7 @@ struct ctl_conn;
 struct ctl_rpcs;
 struct feed;
 struct feed_fpm;
+struct http_ep;
 struct feed_kernel;
 struct ingest;
 struct lcfibd_peer;
@@ -60,6 +61,7 @@ struct lcfibd {
 	/* the feeds (NULL: off) */
 	struct feed_kernel *kernel;
 	struct feed_fpm *fpm;
+	struct http_ep *metrics; /* the metrics endpoint (on or off) */
 	struct feed *feeds; /* every feed that has run, for feed_claim(); writer only */
 	/* the static routes applied (loop thread): their lines, in config order */
 	char **static_lines;

@@ -24,11 +24,13 @@
 #include "daemon/feed_file.h"
 #include "daemon/feed_fpm.h"
 #include "daemon/feed_kernel.h"
+#include "daemon/http.h"
 #include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/rpc.h"
+#include "daemon/state.h"
 #include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/ifname.h"
@@ -232,7 +234,9 @@ static int mkdir_for(const char *path)
 static int yang_init(struct lcfibd *d)
 {
 	ly_log_options(LY_LOSTORE_LAST);
-	if (ly_ctx_new(d->yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD, &d->ly) != LY_SUCCESS) {
+	/* PRIV_PARSED: the metrics tell counters from gauges by the parsed typedef. */
+	if (ly_ctx_new(d->yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD | LY_CTX_SET_PRIV_PARSED, &d->ly) !=
+	    LY_SUCCESS) {
 		log_err("libyang: cannot make a context for %s", d->yang_dir);
 		return -1;
 	}
@@ -498,6 +502,7 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 	/* The feeds' jobs have run: their sockets close and their books go, before the FIB. */
 	feed_kernel_stop(d);
 	feed_fpm_stop(d);
+	http_ep_free(d->metrics);
 	if (d->fib) {
 		fib_reclaim_barrier(d->fib);
 		fib_destroy(d->fib);
@@ -552,7 +557,8 @@ int main(int argc, char **argv)
 	 * in prepare() are plain memory and descriptors: they survive the fork.
 	 */
 	d.ingest = ingest_new();
-	if (!d.ingest) {
+	d.metrics = http_ep_new(&d, state_metrics);
+	if (!d.ingest || !d.metrics) {
 		log_err("out of memory");
 		goto out;
 	}

@@ -24,6 +24,7 @@
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/rpc.h"
+#include "daemon/state.h"
 #include "daemon/writer.h"
 #include "lib/ctl.h"
 #include "lib/ifname.h"
@@ -239,7 +240,8 @@ static struct lyd_node *rpc_reply_new(struct lcfibd *d, const char *name, struct
 static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 		      struct lcfibd_err *e)
 {
-	uint32_t table = rpc_table(rpc_value(op, "table"));
+	const char *given = rpc_value(op, "table");
+	uint32_t table = rpc_table(given);
 	struct nh_path paths[NH_MAX_PATHS];
 	struct rpc_route r;
 	struct addr_prefix p;
@@ -255,7 +257,9 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	}
 	fib_read_lock();
 	{
-		const struct fib_route *fr = fib_match_rcu(d->fib, table, &a, &p);
+		/* No table: the kernel's default rules (local, main, default), as `ip route get`. */
+		const struct fib_route *fr = given ? fib_match_rcu(d->fib, table, &a, &p) :
+						     fib_match_rules_rcu(d->fib, &a, &p, &table);
 
 		if (fr) {
 			rpc_route_copy_rcu(&r, table, &p, fr, paths);
@@ -1187,6 +1191,39 @@ static int rpc_do_load(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const 
 	return rpc_load(d, c, id, op, e);
 }
 
+/* The state as Prometheus metrics: what the metrics endpoint serves. */
+static int rpc_do_metrics(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			  const struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	struct lyd_node *out;
+	char *text;
+	size_t len;
+	int ret;
+
+	(void)c;
+	(void)id;
+	(void)op;
+	*reply = NULL;
+	if (state_metrics(d, &text, &len)) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, "/lcfib:metrics", "out of memory");
+		return -1;
+	}
+	out = rpc_reply_new(d, "metrics", e);
+	if (!out) {
+		free(text);
+		return -1;
+	}
+	if (lyd_new_term(out, NULL, "text", text, 1, NULL) == LY_SUCCESS) {
+		ret = rpc_print(d, out, reply, e);
+	} else {
+		lcfibd_err_from_ly(e, d->ly, "metrics reply");
+		ret = -1;
+	}
+	lyd_free_all(out);
+	free(text);
+	return ret;
+}
+
 /* Every RPC of the lcfib module: rpc_init() checks the module against it. */
 static const struct ctl_rpc rpc_handlers[] = {
 	{ "lookup", rpc_do_lookup, true },
@@ -1195,6 +1232,7 @@ static const struct ctl_rpc rpc_handlers[] = {
 	{ "route-add", rpc_do_route_add, false },
 	{ "route-delete", rpc_do_route_delete, false },
 	{ "load", rpc_do_load, false },
+	{ "metrics", rpc_do_metrics, true },
 };
 
 static const struct ctl_rpcs rpc_rpcs = { rpc_handlers,

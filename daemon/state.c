@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,8 +15,10 @@
 #include "daemon/feed.h"
 #include "daemon/feed_fpm.h"
 #include "daemon/feed_kernel.h"
+#include "daemon/http.h"
 #include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
+#include "daemon/metrics.h"
 #include "daemon/state.h"
 
 static const char *const state_mem_names[MEM_CLASS_MAX] = {
@@ -330,6 +333,53 @@ static int state_feeds(struct lcfibd *d, struct lyd_node *st)
 	return ret;
 }
 
+static int state_http(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lyd_node *n = state_inner(st, "metrics");
+	struct http_stats hs;
+	unsigned int conns;
+	bool listening;
+	int ret;
+
+	if (!n)
+		return -1;
+	http_ep_state(d->metrics, &hs, &listening, &conns);
+	ret = state_term(n, "listening", "%s", listening ? "true" : "false");
+	ret |= state_u64(n, "connections", conns);
+	ret |= state_u64(n, "scrapes", hs.scrapes);
+	ret |= state_u64(n, "bad-requests", hs.bad_requests);
+	ret |= state_u64(n, "refused", hs.refused);
+	ret |= state_u64(n, "timed-out", hs.timed_out);
+	return ret;
+}
+
+int state_metrics(struct lcfibd *d, char **text, size_t *len)
+{
+	struct lyd_node *top = NULL, *st = NULL;
+	FILE *out;
+	int ret = -1;
+
+	*text = NULL;
+	*len = 0;
+	if (lyd_new_inner(NULL, d->mod, "lcfib", 0, &top) != LY_SUCCESS)
+		return -1;
+	if (state_build(d, top, "") == 0 && lyd_find_path(top, "state", 0, &st) == LY_SUCCESS) {
+		out = open_memstream(text, len);
+		if (out) {
+			ret = metrics_write(st, out);
+			if (fclose(out))
+				ret = -1;
+		}
+	}
+	lyd_free_all(top);
+	if (ret) {
+		free(*text);
+		*text = NULL;
+		*len = 0;
+	}
+	return ret ? -1 : 0;
+}
+
 int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 {
 	struct lyd_node *st = state_inner(top, "state");
@@ -355,5 +405,6 @@ int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 	ret |= state_ingest(d, st);
 	ret |= state_feeds(d, st);
 	ret |= state_control(d, st);
+	ret |= state_http(d, st);
 	return ret ? -1 : 0;
 }

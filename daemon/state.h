@@ -5,6 +5,8 @@
 #ifndef LCFIB_DAEMON_STATE_H
 #define LCFIB_DAEMON_STATE_H
 
+#include <stddef.h>
+
 struct lcfibd;
 struct lyd_node;
 
@@ -14,5 +16,12 @@ struct lyd_node;
  * may select them.
  */
 int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath);
+
+/*
+ * The whole state in Prometheus's text format (daemon/metrics.c): the
+ * metrics endpoint's answer and the metrics RPC's. *@text is malloc'd,
+ * *@len bytes. 0, or -1 without memory. Loop thread.
+ */
+int state_metrics(struct lcfibd *d, char **text, size_t *len);
 
 #endif

@@ -1254,10 +1254,14 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
 					    struct addr_prefix *prefix, uint32_t *table)
 {
-	/* The rules of a namespace nobody changed: `ip rule` 0, 32766 and 32767. */
+	/*
+	 * The rules of a namespace nobody changed: `ip rule` 0, 32766 and
+	 * 32767; IPv6 has no rule for the default table (`ip -6 rule`).
+	 */
 	static const uint32_t rules[] = { FIB_TABLE_LOCAL, FIB_TABLE_MAIN, FIB_TABLE_DEFAULT };
+	size_t n = a->family == AF_INET ? 3 : 2;
 
-	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct fib_route *r = fib_match_rcu(f, rules[i], a, prefix);
 
 		if (!r || r->type == FIB_RT_THROW)

@@ -240,8 +240,9 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 
 /*
  * Reader: the route the kernel's default rules pick for @a (`ip route get
- * fibmatch` without a table): the local table, then main, then default; a
- * throw route ends the lookup in its table and the next one is asked. Its
+ * fibmatch` without a table): the local table, then main, then (IPv4
+ * only, as `ip -6 rule` has no such rule) default; a throw route ends the
+ * lookup in its table and the next one is asked. Its
  * table in *@table when not NULL. Returns NULL when no table has a route
  * (or only throw routes).
  */

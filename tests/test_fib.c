@@ -523,6 +523,12 @@ static void test_fib_rules_ask_local_main_default_and_throw_goes_on(void **state
 	assert_int_equal(plen, 15);
 	/* A throw and nothing after it: no route. */
 	assert_int_equal(rules_lookup(f, "10.9.1.1", &plen), 0);
+	/* IPv6 has no rule for the default table: its routes are not asked. */
+	rc = rcfg("2001:db8:5::/48", NULL, 0, EXCL);
+	rc.table = FIB_TABLE_DEFAULT;
+	rc.type = FIB_RT_BLACKHOLE;
+	assert_int_equal(fib_route_add(f, &rc, &err), 0);
+	assert_int_equal(rules_lookup(f, "2001:db8:5::1", &plen), 0);
 	/* One table asked: its throw route is what matches. */
 	assert_int_equal(lookup(f, FIB_TABLE_MAIN, "10.6.1.1").type, FIB_RT_THROW);
 }

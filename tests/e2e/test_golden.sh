@@ -92,6 +92,7 @@ g lookup-multipath lookup 10.1.2.3
 g lookup-longest-prefix-wins lookup 10.1.2.200
 g lookup-lowest-metric-wins lookup 10.1.9.9
 g lookup-throw-route lookup 10.99.0.1
+g lookup-throw-route-table-main lookup 10.99.0.1 table main
 g lookup-miss lookup 8.8.8.8
 g lookup-default-route-of-table-100 lookup 8.8.8.8 table 100
 g lookup-host-route-of-table-100 lookup 203.0.113.129 table 100

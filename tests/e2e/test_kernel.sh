@@ -469,6 +469,64 @@ test_only_the_configured_tables_are_mirrored()
 	converge k
 }
 
+# rules_agree SOCK ADDRESS...: for each, `lcfibctl lookup` without a table
+# and `ip route get fibmatch` in the namespace give the same type and prefix,
+# or both no route.
+rules_agree()
+{
+	local s=$1
+	shift
+	in_ns "$PYTHON" - "$LCFIBCTL" "$s" "$YANG_DIR" "$@" <<'EOF'
+import ipaddress, json, subprocess, sys
+ctl, sock, yang, bad = sys.argv[1], sys.argv[2], sys.argv[3], 0
+for a in sys.argv[4:]:
+    k = subprocess.run(["ip", "-j", "route", "get", "fibmatch", a], capture_output=True, text=True)
+    if k.returncode:
+        want = "no route"
+    else:
+        r = json.loads(k.stdout)[0]
+        dst = r["dst"]
+        if dst == "default":
+            dst = "::/0" if ":" in a else "0.0.0.0/0"
+        want = "%s %s" % (r.get("type", "unicast"), ipaddress.ip_network(dst))
+    l = subprocess.run([ctl, "-s", sock, "-y", yang, "--json", "lookup", a],
+                       capture_output=True, text=True)
+    if l.returncode == 5:
+        got = "no route"
+    else:
+        r = json.loads(l.stdout)["lcfib:lookup"]
+        got = "%s %s" % (r.get("type", "unicast"), ipaddress.ip_network(r["prefix"]))
+        got += " (table %s)" % r.get("table")
+    print("%-16s kernel: %-28s lcfib: %s" % (a, want, got))
+    bad += not got.startswith(want) or (want == "no route") != (got == "no route")
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# Without a table a lookup asks local, main, then default, as the kernel's
+# default rules do; a throw route in main goes on to default.
+test_lookups_without_a_table_follow_the_kernels_rules()
+{
+	local s
+	ns_new
+	in_ns ip route add 10.0.0.0/8 via 198.18.0.2
+	in_ns ip route add throw 10.6.0.0/16
+	in_ns ip route add 10.6.0.0/15 via 198.18.0.3 table default
+	in_ns ip route add throw 10.9.0.0/16
+	in_ns ip route add 0.0.0.0/0 via 198.18.0.4 table default
+	in_ns ip route add throw 10.8.0.0/16 table default
+	in_ns ip -6 route add 2001:db8:5::/48 via 2001:db8:ff::2 table default
+	k_start k '{"enabled":true,"table":["local","main","default"]}'
+	s=$(d_sock k)
+	"$PYTHON" "$ORACLE" converge "$s" "$NS" "$CONVERGE_S" 253,254,255 ||
+		fail "tables local, main and default (above)"
+	rules_agree "$s" 127.0.0.5 127.0.0.1 198.18.0.1 198.18.0.255 198.18.0.7 10.1.2.3 \
+		10.6.1.1 10.7.1.1 10.9.1.1 10.8.1.1 192.0.2.1 ::1 2001:db8:ff::1 2001:db8:ff::9 \
+		2001:db8:5::1 2001:db8:6::1 || fail "lookups and the kernel's fibmatch disagree (above)"
+	# With a table, that table alone: main's throw route is what matches there.
+	expect_match "$(cli "$s" lookup 10.6.1.1 table main)" "throw 10.6.0.0/16" "lookup in main"
+}
+
 test_an_unprivileged_lcfibd_mirrors_read_only()
 {
 	command -v setpriv >/dev/null || t_skip "setpriv is not installed (Debian: util-linux)"
@@ -673,6 +731,7 @@ t_run test_turning_the_feed_off_flushes_its_routes_and_on_mirrors_again
 t_run test_feed_counters_survive_off_and_on_and_a_flush_is_not_a_sweep
 t_run test_nexthop_flags_and_the_preferred_source_are_mirrored
 t_run test_only_the_configured_tables_are_mirrored
+t_run test_lookups_without_a_table_follow_the_kernels_rules
 t_run test_an_unprivileged_lcfibd_mirrors_read_only
 t_run test_ipv6_routes_of_one_prefix_on_two_links_are_both_mirrored
 t_run test_routes_appended_to_one_prefix_are_all_mirrored

@@ -9,6 +9,8 @@
 
 struct nh;
 
+#define TRIE_LEAF_MAX 255 /* routes on one key (all prefix lengths of one address together) */
+
 /* Route types; the values are the kernel's RTN_* so netlink maps one to one. */
 enum fib_rtype {
 	FIB_RT_UNSPEC = 0,

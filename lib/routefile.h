@@ -44,9 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/err.h"
-#include "lib/fib.h"
-#include "lib/nh.h"
+#include "errbuf.h"
+#include "fib.h"
+#include "nh.h"
 
 #define ROUTEFILE_LINE_MAX   65536  /* longer lines are bad lines */
 #define ROUTEFILE_BAD_KEEP   100000 /* bad lines kept with their message; more are counted */

@@ -11,13 +11,14 @@
 #include <urcu/pointer.h>
 
 #include "lib/cache-int.h"
-#include "lib/cache.h"
 #include "lib/err.h"
-#include "lib/fib.h"
 #include "lib/mem.h"
 #include "lib/nh-int.h"
 #include "lib/reclaim.h"
 #include "lib/trie.h"
+
+#include "lib/cache.h"
+#include "lib/fib.h"
 
 /* The tables, published as a whole: adding one copies the array. */
 struct fib_tables {

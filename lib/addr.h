@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * IPv4 and IPv6 addresses and prefixes: parsing, printing, and the
- * host-order keys the tries use.
+ * host-order keys the tries use. Public: <lcfib/addr.h>.
  */
 #ifndef LCFIB_ADDR_H
 #define LCFIB_ADDR_H

@@ -20,6 +20,7 @@
  * CACHE_MIN_PER_THREAD per thread). A fill whose own free list is empty
  * tries the other threads' local free lists (common mode), skipping those
  * flagged empty without taking their lock; only then does it evict.
+ * Public: <lcfib/cache.h>.
  *
  * Threads. cache_new() and cache_destroy() belong to the FIB's writer.
  * Readers (registered with fib_reader_register()) call the *_rcu functions

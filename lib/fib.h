@@ -11,6 +11,8 @@
  * for the writer. What a reader gets is valid until its fib_read_unlock().
  * fib_set_sync_mem(), fib_get_sync_mem() and fib_get_state() may be called
  * from any thread.
+ *
+ * Public: an embedder includes <lcfib/fib.h> (docs/LIBRARY.md, "Embedding").
  */
 #ifndef LCFIB_FIB_H
 #define LCFIB_FIB_H

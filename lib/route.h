@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A route as the trie stores it and as lookups return it.
+ * A route as the trie stores it and as lookups return it. Public:
+ * <lcfib/route.h>.
  */
 #ifndef LCFIB_ROUTE_H
 #define LCFIB_ROUTE_H

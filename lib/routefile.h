@@ -36,6 +36,9 @@
  * Threads: a struct routefile belongs to one thread at a time;
  * routefile_apply() runs on the FIB's writer thread. routefile_parse_route()
  * may run on any thread.
+ *
+ * Public (<lcfib/routefile.h>), by choice: an embedder loads the files
+ * lcfibd loads, with the same messages and the same all-or-nothing apply.
  */
 #ifndef LCFIB_ROUTEFILE_H
 #define LCFIB_ROUTEFILE_H

@@ -15,6 +15,9 @@
  * of readers (*_rcu) inside an RCU read-side critical section (liburcu
  * memb flavour), which never take a lock and never wait for the writer.
  * What a reader gets is valid until its rcu read unlock.
+ *
+ * Internal: liblcfib.so exports only the lookups that lib/fib.h's inline
+ * functions call (declared there again).
  */
 #ifndef LCFIB_TRIE_H
 #define LCFIB_TRIE_H

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "lib/addr.h"
+#include "lib/err.h"
 
 int addr_parse(const char *s, int family, struct addr *out, struct errbuf *err)
 {

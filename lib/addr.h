@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * IPv4 and IPv6 addresses and prefixes: parsing, printing, and the
- * host-order keys the tries use.
+ * host-order keys the tries use. Public: <lcfib/addr.h>.
  */
 #ifndef LCFIB_ADDR_H
 #define LCFIB_ADDR_H
 
-#include <endian.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/err.h"
-#include "lib/trie.h"
+#include "errbuf.h"
 
 #define ADDR_STRLEN 64 /* an IPv6 address, "/128" and a NUL, with room */
+
+/* An IPv6 trie key: 128 bits, 8-byte aligned so that IPv6 trie nodes stay compact. */
+typedef unsigned __int128 trie_key6 __attribute__((aligned(8)));
 
 struct addr {
 	uint8_t family; /* AF_INET or AF_INET6 */
@@ -64,13 +65,23 @@ static inline uint32_t addr_key4(const struct addr *a)
 	return ntohl(a->v4.s_addr);
 }
 
+/* be64toh(), which <endian.h> declares only outside strict ISO C (-std=c11). */
+static inline uint64_t addr_be64_to_host(uint64_t x)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap64(x);
+#else
+	return x;
+#endif
+}
+
 static inline trie_key6 addr_key6_raw(const struct in6_addr *a)
 {
 	uint64_t hi, lo;
 
 	memcpy(&hi, a->s6_addr, 8);
 	memcpy(&lo, a->s6_addr + 8, 8);
-	return (trie_key6)be64toh(hi) << 64 | be64toh(lo);
+	return (trie_key6)addr_be64_to_host(hi) << 64 | addr_be64_to_host(lo);
 }
 
 static inline trie_key6 addr_key6(const struct addr *a)

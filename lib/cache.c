@@ -17,6 +17,8 @@
 #include <urcu/uatomic.h>
 
 #include "lib/cache.h"
+#include "lib/cache-int.h"
+#include "lib/err.h"
 
 /* List types: the LRU's, then a thread's local lists (common mode). */
 enum {

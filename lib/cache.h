@@ -20,6 +20,7 @@
  * CACHE_MIN_PER_THREAD per thread). A fill whose own free list is empty
  * tries the other threads' local free lists (common mode), skipping those
  * flagged empty without taking their lock; only then does it evict.
+ * Public: <lcfib/cache.h>.
  *
  * Threads. cache_new() and cache_destroy() belong to the FIB's writer.
  * Readers (registered with fib_reader_register()) call the *_rcu functions
@@ -63,10 +64,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/addr.h"
-#include "lib/err.h"
-#include "lib/fib.h"
-#include "lib/route.h"
+#include "addr.h"
+#include "errbuf.h"
+#include "fib.h"
+#include "route.h"
 
 enum cache_mode {
 	CACHE_COMMON = 0,
@@ -116,12 +117,7 @@ struct cache_gens {
 	uint32_t slot[CACHE_GEN_SLOTS] __attribute__((aligned(64)));
 };
 
-/* Writer (fib.c). NULL with errno set. */
-struct cache_gens *cache_gens_new(int family);
-void cache_gens_free(struct cache_gens *g);
-/* Writer, around each trie edit of prefix @p (see the protocol above). NULL @g: no cache. */
-void cache_gens_begin(struct cache_gens *g, const struct addr_prefix *p);
-void cache_gens_end(struct cache_gens *g);
+/* The writer (lib/fib.c) makes and bumps them through lib/cache-int.h. */
 
 static inline uint32_t cache_gen_slot(uint32_t top)
 {

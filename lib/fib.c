@@ -10,6 +10,13 @@
 
 #include <urcu/pointer.h>
 
+#include "lib/cache-int.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "lib/nh-int.h"
+#include "lib/reclaim.h"
+#include "lib/trie.h"
+
 #include "lib/cache.h"
 #include "lib/fib.h"
 #include "lib/names.h"

@@ -11,6 +11,8 @@
  * for the writer. What a reader gets is valid until its fib_read_unlock().
  * fib_set_sync_mem(), fib_get_sync_mem() and fib_get_state() may be called
  * from any thread.
+ *
+ * Public: an embedder includes <lcfib/fib.h> (docs/LIBRARY.md, "Embedding").
  */
 #ifndef LCFIB_FIB_H
 #define LCFIB_FIB_H
@@ -21,13 +23,12 @@
 
 #include <urcu/urcu-memb.h>
 
-#include "lib/addr.h"
-#include "lib/err.h"
-#include "lib/mem.h"
-#include "lib/nh.h"
-#include "lib/reclaim.h"
-#include "lib/route.h"
-#include "lib/trie.h"
+/* Public headers include each other by name: that works in the tree and installed (<lcfib/...>). */
+#include "addr.h"
+#include "errbuf.h"
+#include "nh.h"
+#include "route.h"
+#include "stats.h"
 
 /* Netlink's request flags, with the same meaning (NLM_F_*). */
 #define FIB_F_CREATE  0x1
@@ -208,6 +209,18 @@ const struct fib_table *fib_table_cache(struct fib *f, uint32_t id, int family);
  * list them. Tables are only ever added, at the end.
  */
 const struct fib_table *fib_table_at_rcu(const struct fib *f, unsigned int i);
+
+/*
+ * The trie's lookups, which the inline ones below call: exported for them,
+ * not to be called directly (lib/trie.h declares them too; lib/fib.c
+ * includes both, so the compiler checks that the two agree).
+ */
+struct trie4;
+struct trie6;
+const struct fib_route *trie4_lookup_rcu(const struct trie4 *t, uint32_t addr);
+void trie4_lookup_batch_rcu(const struct trie4 *t, const uint32_t *addr,
+			    const struct fib_route **res, unsigned int n);
+const struct fib_route *trie6_lookup_rcu(const struct trie6 *t, trie_key6 addr);
 
 /* Reader: lookups in one table. IPv4 addresses in host byte order. */
 static inline const struct fib_route *fib_lookup4_rcu(const struct fib_table *tb, uint32_t addr)

@@ -16,35 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum mem_class {
-	MEM_TNODE,   /* trie internal nodes */
-	MEM_LEAF,    /* trie leaves with their routes */
-	MEM_NH,      /* nexthop objects */
-	MEM_NH_INFO, /* nexthop contents (paths, group members) */
-	MEM_TABLE,   /* tables and their tries */
-	MEM_HASH,    /* nexthop hash tables */
-	MEM_RECLAIM, /* bookkeeping of retired objects */
-	MEM_CLASS_MAX,
-};
+#include "lib/stats.h" /* enum mem_class, struct mem_stats */
 
 #define MEM_SLAB_MAX 512 /* largest size served from slabs */
 
 struct mem;
-
-struct mem_class_stats {
-	uint64_t objects; /* live objects */
-	uint64_t bytes;   /* live bytes (sizes rounded to the 8-byte slab grain) */
-	uint64_t allocs;
-	uint64_t frees;
-};
-
-struct mem_stats {
-	struct mem_class_stats cls[MEM_CLASS_MAX];
-	uint64_t live_bytes;      /* sum of cls[].bytes */
-	uint64_t slab_bytes;      /* slab chunks held (live + free objects) */
-	uint64_t slab_free_bytes; /* free objects inside slab chunks */
-	uint64_t large_bytes;     /* live objects served by malloc */
-};
 
 /* Returns NULL with errno set. */
 struct mem *mem_new(void);

@@ -8,6 +8,7 @@
 #include <urcu/pointer.h>
 #include <urcu/uatomic.h>
 
+#include "lib/nh-int.h"
 #include "lib/nh.h"
 
 /* Two chained hash tables, writer only: objects by id, anonymous nexthops by value. */

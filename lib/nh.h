@@ -12,7 +12,10 @@
  * What a reader sees is the nh's info: immutable once published, replaced
  * whole when an object is replaced, so a route follows its object.
  *
- * Threads: everything but nh_info_rcu() belongs to the writer.
+ * Public (installed as <lcfib/nh.h>): what routes and lookups show of
+ * nexthops. Objects are made and deleted with fib_nh_set() and
+ * fib_nh_del() (lib/fib.h); the writer's table of nexthops is
+ * lib/nh-int.h.
  */
 #ifndef LCFIB_NH_H
 #define LCFIB_NH_H
@@ -20,10 +23,6 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#include "lib/err.h"
-#include "lib/mem.h"
-#include "lib/reclaim.h"
 
 #define NH_MAX_PATHS 64 /* paths of one multipath route or group */
 
@@ -102,69 +101,12 @@ struct nh_obj_cfg {
 	} member[NH_MAX_PATHS];
 };
 
-struct nh_table;
-
-/* Returns NULL with errno set. */
-struct nh_table *nh_table_new(struct mem *m, struct reclaim *rc);
-/* Frees every nexthop now: no readers, no routes left. */
-void nh_table_destroy(struct nh_table *nt);
-
-/*
- * The shared anonymous nexthop for @n paths (1: a single path, more:
- * multipath), with a reference taken; made if new. NULL with -errno in
- * *@ret and a message on bad paths (no gateway nor device, weight 0,
- * too many) or no memory.
- */
-struct nh *nh_get_paths(struct nh_table *nt, const struct nh_path *paths, unsigned int n, int *ret,
-			struct errbuf *err);
-/* The object @id with a reference taken, or NULL (-ENOENT in *@ret, message). */
-struct nh *nh_get_id(struct nh_table *nt, uint32_t id, int *ret, struct errbuf *err);
-/* Takes another reference. */
-void nh_hold(struct nh *nh);
 /*
  * Whether @a and @b lead to the same place: the same gateway (family and
  * address) and device; weights and flags apart (the kernel's
- * rt6_duplicate_nexthop).
+ * rt6_duplicate_nexthop). Any thread.
  */
 bool nh_path_same(const struct nh_path *a, const struct nh_path *b);
-/* Drops a reference; the last one unlinks the nexthop and retires it. */
-void nh_put(struct nh_table *nt, struct nh *nh);
-
-/* The object @id or NULL; no reference taken. */
-struct nh *nh_find_id(const struct nh_table *nt, uint32_t id);
-
-/*
- * RTM_NEWNEXTHOP. @flags are FIB_F_* (lib/fib.h): without REPLACE an
- * existing id is -EEXIST; with it the object's info is replaced, and the
- * groups holding it follow. Members of a group must exist and must not be
- * groups (-EINVAL). On error nothing changed.
- */
-int nh_obj_set(struct nh_table *nt, const struct nh_obj_cfg *cfg, unsigned int flags,
-	       struct errbuf *err);
-
-/*
- * RTM_DELNEXTHOP, after the caller has removed the routes that use @nh:
- * drops it from every group that holds it (groups left empty are returned
- * through @emptied, up to @cap of them, for the caller to remove their
- * routes and delete them in turn) and drops the object's own reference.
- */
-int nh_obj_del(struct nh_table *nt, struct nh *nh, struct nh **emptied, unsigned int cap,
-	       unsigned int *n_emptied, struct errbuf *err);
-
-/* Calls @fn for every nexthop object (id > 0), in no order. Writer. */
-void nh_for_each_obj(const struct nh_table *nt, void (*fn)(void *ctx, struct nh *nh), void *ctx);
-
-/*
- * Writer, for invariant checks: nh_check_begin() counts the references
- * that objects and groups hold; the caller adds one per route (check_refs)
- * and nh_check_end() compares with every refcnt: -EUCLEAN and a message on
- * the first difference.
- */
-void nh_check_begin(struct nh_table *nt);
-int nh_check_end(const struct nh_table *nt, struct errbuf *err);
-
-/* Number of live nexthops: anonymous and objects. */
-void nh_table_counts(const struct nh_table *nt, uint64_t *anonymous, uint64_t *objects);
 
 /* Reader (RCU read lock held), or writer. Valid until rcu_read_unlock. */
 static inline const struct nh_info *nh_info_rcu(const struct nh *nh)

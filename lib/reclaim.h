@@ -25,26 +25,13 @@
 #include <stdint.h>
 
 #include "lib/mem.h"
+#include "lib/stats.h" /* struct reclaim_stats */
 
 #define RECLAIM_SYNC_MEM_MIN     (64u * 1024) /* as net.ipv4.fib_sync_mem */
 #define RECLAIM_SYNC_MEM_DEFAULT (512u * 1024)
 #define RECLAIM_SYNC_MEM_MAX     (64u * 1024 * 1024)
 
 struct reclaim;
-
-struct reclaim_stats {
-	uint64_t sync_mem;      /* threshold in force */
-	uint64_t forced_waits;  /* grace periods the writer waited for */
-	uint64_t wait_ns_total; /* time the writer spent in them */
-	uint64_t wait_ns_max;   /* longest single wait */
-	uint64_t retired_bytes; /* since creation */
-	uint64_t freed_bytes;
-	uint64_t pending_bytes; /* retired, not yet freed */
-	uint64_t peak_pending;  /* highest pending_bytes seen */
-	uint64_t max_object;    /* largest single object retired */
-	uint64_t retired_objects;
-	uint64_t background_batches; /* batches freed off the writer's path */
-};
 
 /*
  * Starts the background freeing thread. Objects are freed into @m.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A route as the trie stores it and as lookups return it.
+ * A route as the trie stores it and as lookups return it. Public:
+ * <lcfib/route.h>.
  */
 #ifndef LCFIB_ROUTE_H
 #define LCFIB_ROUTE_H
@@ -8,6 +9,8 @@
 #include <stdint.h>
 
 struct nh;
+
+#define TRIE_LEAF_MAX 255 /* routes on one key (all prefix lengths of one address together) */
 
 /* Route types; the values are the kernel's RTN_* so netlink maps one to one. */
 enum fib_rtype {

@@ -36,6 +36,9 @@
  * Threads: a struct routefile belongs to one thread at a time;
  * routefile_apply() runs on the FIB's writer thread. routefile_parse_route()
  * may run on any thread.
+ *
+ * Public (<lcfib/routefile.h>), by choice: an embedder loads the files
+ * lcfibd loads, with the same messages and the same all-or-nothing apply.
  */
 #ifndef LCFIB_ROUTEFILE_H
 #define LCFIB_ROUTEFILE_H
@@ -44,9 +47,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/err.h"
-#include "lib/fib.h"
-#include "lib/nh.h"
+#include "errbuf.h"
+#include "fib.h"
+#include "nh.h"
 
 #define ROUTEFILE_LINE_MAX   65536  /* longer lines are bad lines */
 #define ROUTEFILE_BAD_KEEP   100000 /* bad lines kept with their message; more are counted */

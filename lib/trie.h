@@ -15,6 +15,9 @@
  * of readers (*_rcu) inside an RCU read-side critical section (liburcu
  * memb flavour), which never take a lock and never wait for the writer.
  * What a reader gets is valid until its rcu read unlock.
+ *
+ * Internal: liblcfib.so exports only the lookups that lib/fib.h's inline
+ * functions call (declared there again).
  */
 #ifndef LCFIB_TRIE_H
 #define LCFIB_TRIE_H
@@ -23,16 +26,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lib/addr.h" /* trie_key6 */
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "lib/reclaim.h"
-#include "lib/route.h"
-
-/* 128-bit key, 8-byte aligned so that IPv6 nodes stay compact. */
-typedef unsigned __int128 trie_key6 __attribute__((aligned(8)));
-
-#define TRIE_LEAF_MAX 255 /* routes on one leaf (all prefixes of one key) */
-#define TRIE_MAX_BITS 24  /* widest internal node: 2^24 children, 128 MiB */
+#include "lib/route.h" /* struct fib_route, TRIE_LEAF_MAX */
+#include "lib/stats.h" /* struct trie_stats, TRIE_MAX_BITS */
 
 /*
  * Computes the new routes of one prefix from its current ones. @old holds
@@ -43,21 +42,6 @@ typedef unsigned __int128 trie_key6 __attribute__((aligned(8)));
  */
 typedef int trie_edit_fn(void *ctx, const struct fib_route *old, unsigned int n_old,
 			 struct fib_route *out, unsigned int cap);
-
-/* Statistics in the spirit of /proc/net/fib_triestat. */
-struct trie_stats {
-	uint64_t leaves;
-	uint64_t prefixes; /* distinct (key, plen) */
-	uint64_t routes;
-	uint64_t tnodes;
-	uint64_t nodes_by_bits[TRIE_MAX_BITS + 1]; /* internal nodes by bits */
-	uint64_t pointers;                         /* child slots of all internal nodes */
-	uint64_t null_pointers;                    /* empty ones */
-	uint64_t leaf_bytes;
-	uint64_t tnode_bytes;
-	uint64_t total_depth; /* sum of leaf depths (root = depth 1 for a lone leaf) */
-	unsigned int max_depth;
-};
 
 /*
  * Below this many leaves, batch lookups run as plain lookups one after the

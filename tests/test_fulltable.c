@@ -27,6 +27,7 @@
 
 #include "lib/addr.h"
 #include "lib/fib.h"
+#include "lib/trie.h" /* trie6_lookup_batch_rcu(): internal, linked in */
 #include "tests/ref.h"
 #include "tests/tdata.h"
 

@@ -50,6 +50,8 @@
 #include <urcu/arch.h>
 
 #include "lib/fib.h"
+#include "lib/mem.h"  /* mem_class_name(): internal, linked in */
+#include "lib/trie.h" /* the tries themselves: internal, linked in */
 #include "tests/tdata.h"
 
 #ifdef HAVE_DPDK

@@ -41,7 +41,10 @@ golden()
 	shift
 	want=$GOLDEN_DIR/$name.out
 	got=$T/$name.out
-	golden_output "$@" | sed -e "s|$E2E_SRCDIR|@SRCDIR@|g" -e "s|$T|@TMP@|g" >"$got"
+	# lcfibctl names files by their real path: in make distcheck the source
+	# folder is given as .../_build/sub/../.. .
+	golden_output "$@" | sed -e "s|$E2E_SRCDIR|@SRCDIR@|g" \
+		-e "s|$(cd "$E2E_SRCDIR" && pwd -P)|@SRCDIR@|g" -e "s|$T|@TMP@|g" >"$got"
 	if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
 		cmp -s "$got" "$want" 2>/dev/null && return 0
 		cp "$got" "$want"

@@ -35,7 +35,7 @@ am_sources()
 	' "$SRCDIR/Makefile.am"
 }
 # The library, and the daemon but its main.c: fuzz_ctl serves requests with them.
-mapfile -t LIB_SOURCES < <(am_sources lib_liblcfib_conv_la_SOURCES)
+mapfile -t LIB_SOURCES < <(am_sources lib_liblcfib_core_la_SOURCES; am_sources lib_liblcfib_conv_la_SOURCES)
 mapfile -t DAEMON_SOURCES < <(am_sources daemon_lcfibd_SOURCES | grep -vx daemon/main.c)
 
 skip()
@@ -46,7 +46,7 @@ skip()
 
 command -v "$CLANG" >/dev/null 2>&1 || skip "no $CLANG to build the fuzz targets with"
 [ ${#LIB_SOURCES[@]} -gt 3 ] && [ ${#DAEMON_SOURCES[@]} -gt 3 ] || {
-	echo "FAIL: no source lists (lib_liblcfib_conv_la_SOURCES, daemon_lcfibd_SOURCES) in $SRCDIR/Makefile.am"
+	echo "FAIL: no source lists (lib_liblcfib_core_la_SOURCES, lib_liblcfib_conv_la_SOURCES, daemon_lcfibd_SOURCES) in $SRCDIR/Makefile.am"
 	exit 1
 }
 # The targets are built here, with their own ASan and UBSan, whatever the

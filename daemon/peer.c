@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "daemon/peer.h"
+#include "lib/err.h"
 #include "lib/routefile.h"
 
 int peer_get(int fd, struct lcfibd_peer *p)

@@ -22,9 +22,11 @@
 
 #include "daemon/cfg.h"
 #include "daemon/ctl.h"
+#include "daemon/http.h"
 #include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/rpc.h"
+#include "daemon/state.h"
 #include "daemon/log.h"
 #include "lib/routefile.h"
 #include "tests/fuzz/fuzz-assert.h"
@@ -56,10 +58,13 @@ static struct lcfibd *fuzz_daemon(void)
 	d.socket_path = "/nonexistent/sock";
 	d.ingest = ingest_new();
 	FUZZ_ASSERT(d.ingest);
+	d.metrics = http_ep_new(&d, state_metrics); /* off: the config's default */
+	FUZZ_ASSERT(d.metrics);
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
 	ly_log_options(LY_LOSTORE_LAST);
 	FUZZ_ASSERT(d.yang_dir);
-	FUZZ_ASSERT(ly_ctx_new(d.yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD, &d.ly) == LY_SUCCESS);
+	FUZZ_ASSERT(ly_ctx_new(d.yang_dir, LY_CTX_DISABLE_SEARCHDIR_CWD | LY_CTX_SET_PRIV_PARSED,
+			       &d.ly) == LY_SUCCESS);
 	d.mod = ly_ctx_load_module(d.ly, "lcfib", NULL, NULL);
 	FUZZ_ASSERT(d.mod);
 	FUZZ_ASSERT(rpc_init(&d) == 0);

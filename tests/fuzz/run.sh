@@ -126,6 +126,8 @@ seed_ctl()
 		"$(frame 1 1 "/lcfib:lcfib/feeds")" \
 		"$(frame 3 0 '{"lcfib:lookup":{"address":"10.2.3.4"}}')" \
 		"$(frame 3 0 '{"lcfib:routes":{"limit":2}}')" \
+		"$(frame 3 0 '{"lcfib:metrics":{}}')" \
+		"$(frame 2 0 '{"lcfib:lcfib":{"metrics":{"address":"::1","port":1}}}')" \
 		"$(frame 3 0 '{"lcfib:routes":{"prefix":"2001:db8::/32","table":"main"}}')" \
 		"$(frame 3 0 '{"lcfib:load":{"path":"-"}}')$(frame 4 0 '10.0.0.0/8')$(frame 5 0 '')" \
 		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \

@@ -83,14 +83,21 @@ class Prober(threading.Thread):
             print("prober_error=%s" % self.error)
 
 
-def greedy(sock, pid, seconds):
+def greedy(sock, pid, seconds, kind="get"):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sock)
     s.settimeout(1)
     prober = Prober(sock)
     prober.start()
-    # The whole datastore: the heaviest answer (it walks every trie).
-    burst = b"".join(ctl.frame(1, "", 0, i) for i in range(100))
+    # The whole datastore: the heaviest answer (it walks every trie). Or
+    # (kind "lookup") lookups: answers quick to make, for a sanitizer build,
+    # where 60 s of whole-datastore gets fill no buffer. (Not listings: an
+    # unread listing waits for its reader and fills nothing, by design.)
+    if kind == "lookup":
+        req = '{"lcfib:lookup":{"address":"192.0.2.1"}}'
+        burst = b"".join(ctl.frame(3, req, 0, i) for i in range(100))
+    else:
+        burst = b"".join(ctl.frame(1, "", 0, i) for i in range(100))
     sent, dropped, t0 = 0, None, time.monotonic()
     while time.monotonic() - t0 < seconds:
         try:
@@ -171,7 +178,7 @@ def slots(sock, n, seconds):
 def main():
     cmd, sock = sys.argv[1], sys.argv[2]
     if cmd == "greedy":
-        greedy(sock, int(sys.argv[3]), float(sys.argv[4]))
+        greedy(sock, int(sys.argv[3]), float(sys.argv[4]), *sys.argv[5:6])
     elif cmd == "listing":
         listing(sock, int(sys.argv[3]), float(sys.argv[4]),
                 int(sys.argv[5]) if len(sys.argv) > 5 else 1)

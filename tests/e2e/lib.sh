@@ -59,6 +59,13 @@ e2e_find_python()
 }
 
 # The whole script cannot run: automake's SKIP, with the reason.
+# e2e_sanitized [KIND]: whether this build has a sanitizer (KIND: thread or
+# address), read off its Makefile's SAN_CFLAGS.
+e2e_sanitized()
+{
+	grep -Eq -- "^SAN_CFLAGS = .*-fsanitize=${1:-}" "$E2E_BUILDDIR/Makefile" 2>/dev/null
+}
+
 e2e_skip_all()
 {
 	echo "SKIP: $*"

@@ -34,11 +34,9 @@ start_full()
 
 # latency_bound SECONDS: the bound for this build; ten times it in a
 # sanitizer build, whose daemon runs several times slower.
-sanitized() { grep -Eq -- '-fsanitize=' "$E2E_BUILDDIR/Makefile" 2>/dev/null; }
-
 latency_bound()
 {
-	if sanitized; then
+	if e2e_sanitized; then
 		awk -v s="$1" 'BEGIN { print s * 10 }'
 	else
 		echo "$1"
@@ -53,7 +51,7 @@ test_a_client_that_never_reads_neither_stalls_others_nor_keeps_the_daemon_busy()
 	# 100 `get` frames of the whole datastore at a time, never read, for up
 	# to 60 s. A sanitizer build makes them too slowly to fill the buffers
 	# in that time (TSan: 2,500 frames, no drop): there, lookups.
-	sanitized && kind=lookup
+	e2e_sanitized && kind=lookup
 	out=$(abuse greedy "$s" "$(d_pid greedy)" 60 "$kind")
 	echo "$out" | sed 's/^/# greedy: /'
 	expect_eq "$(figure "$out" prober_error)" "" "the other client's requests"

@@ -255,5 +255,10 @@ test_every_documented_example_has_its_outcome()
 }
 
 e2e_init
+# Under TSan the examples (a full table loaded, twice) take seven minutes,
+# and what they check is what the docs say, which no sanitizer changes; the
+# daemon's threads are the other tests' under TSan. The normal and ASan
+# builds run them.
+! e2e_sanitized thread || e2e_skip_all "a ThreadSanitizer build (see tests/e2e/test_docs.sh)"
 t_run test_every_documented_example_has_its_outcome
 t_summary

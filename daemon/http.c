@@ -10,7 +10,9 @@
  * closed. Bounded: HTTP_CONNS connections at once (one more is closed at
  * accept and counted), each closed HTTP_TIMEOUT_S after it came, however
  * slowly it reads or writes; a connection's memory is its request buffer
- * and one answer. Read-only, and what it shows is what any local user
+ * and one answer. The answer is made at most once a second (the scrapes
+ * of the next second get a copy), so that scrapes in a loop cost the loop
+ * thread one state build a second however many come. Read-only, and what it shows is what any local user
  * reads with `lcfibctl show state`: loopback only, no peer check.
  *
  * Loop thread, all of it.
@@ -38,6 +40,7 @@
 #define HTTP_CONNS     8
 #define HTTP_REQ_MAX   4096
 #define HTTP_TIMEOUT_S 5
+#define HTTP_CACHE_MS  1000 /* an answer serves the scrapes of the next second */
 
 struct http_conn {
 	struct lcfibd_source src; /* first: the loop's pointer is the connection's */
@@ -58,6 +61,9 @@ struct http {
 	int lfd, tfd;
 	struct http_conn c[HTTP_CONNS];
 	struct http_stats *st; /* the caller's: they outlive an endpoint turned off and on */
+	char *cache;           /* the last answer's body, made at cache_ms */
+	size_t cache_len;
+	long long cache_ms;
 };
 
 /* The endpoint as the config has it: the listener, and the one an edit prepared. */
@@ -82,6 +88,39 @@ static time_t http_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec;
+}
+
+static long long http_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The metrics, from the cache when it is younger than HTTP_CACHE_MS: *@body is the caller's. */
+static int http_body(struct http *h, char **body, size_t *len)
+{
+	long long now = http_now_ms();
+
+	if (!h->cache || now - h->cache_ms >= HTTP_CACHE_MS) {
+		char *fresh;
+		size_t n;
+
+		if (h->body(h->d, &fresh, &n))
+			return -1;
+		free(h->cache);
+		h->cache = fresh;
+		h->cache_len = n;
+		h->cache_ms = now;
+	}
+	*body = malloc(h->cache_len + 1);
+	if (!*body)
+		return -1;
+	memcpy(*body, h->cache, h->cache_len);
+	(*body)[h->cache_len] = '\0';
+	*len = h->cache_len;
+	return 0;
 }
 
 static void http_close(struct http_conn *c)
@@ -113,7 +152,7 @@ static void http_answer(struct http_conn *c)
 	} else if (strcmp(path, "/metrics") != 0 && strncmp(path, "/metrics?", 9) != 0) {
 		status = "404 Not Found";
 		h->st->bad_requests++;
-	} else if (h->body(h->d, &body, &body_len)) {
+	} else if (http_body(h, &body, &body_len)) {
 		status = "500 Internal Server Error";
 		body = NULL;
 		body_len = 0;
@@ -340,6 +379,7 @@ static void http_close_all(struct http *h)
 		close(h->lfd);
 	if (h->tfd >= 0)
 		close(h->tfd);
+	free(h->cache);
 	free(h);
 }
 

@@ -122,7 +122,10 @@ test_the_endpoint_serves_the_same_metrics()
 	expect_match "$body" '^lcfib_routes_ipv4 gauge 3$' "IPv4 routes"
 	expect_match "$body" '^lcfib_metrics_scrapes_total counter 0$' \
 		"scrapes (counted once answered)"
-	scrape >/dev/null
+	# An answer serves the scrapes of a second; one made later shows a new route.
+	cli "$S" route add 10.4.0.0/16 via 192.0.2.1 >/dev/null || fail "route add"
+	sleep 1.1
+	expect_match "$(scrape)" '^lcfib_routes_ipv4 4$' "IPv4 routes a second after a route add"
 	expect_eq "$(value "$S" /lcfib:lcfib/state/metrics/scrapes)" 2 "scrapes"
 	# HEAD: the headers alone.
 	out=$(scrape /metrics HEAD)

@@ -181,7 +181,9 @@ d_start()
 		mv "$dir/daemon.pid.tmp" "$dir/daemon.pid"
 		st=0
 		wait $! || st=$?
-		echo "$st" >"$dir/exit-status"
+		# Whole or not at all: d_wait_exit reads it as soon as it exists.
+		echo "$st" >"$dir/exit-status.tmp"
+		mv "$dir/exit-status.tmp" "$dir/exit-status"
 	) 2>>"$dir/log" &
 	E2E_MY_DAEMONS+=("$name")
 	# Wait until it serves, or dies; the bound only keeps a hung start from hanging make check.

@@ -158,7 +158,8 @@ test_no_xdg_runtime_dir_both_refuse_with_advice_as_nobody()
 		echo $! >"$T/xdgd/daemon.pid"
 		st=0
 		wait $! || st=$?
-		echo "$st" >"$T/xdgd/exit-status"
+		echo "$st" >"$T/xdgd/exit-status.tmp"
+		mv "$T/xdgd/exit-status.tmp" "$T/xdgd/exit-status"
 	) &
 	E2E_MY_DAEMONS+=(xdgd)
 	for ((i = 0; i < 100; i++)); do

@@ -13,6 +13,18 @@
 #include "lib/addr.h"
 #include "lib/route.h"
 
+/*
+ * TDATA_UNDER_TSAN: built with ThreadSanitizer (gcc or clang), where the
+ * one-threaded full-table tests take minutes and are skipped, saying so.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define TDATA_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TDATA_UNDER_TSAN 1
+#endif
+#endif
+
 struct tdata_table {
 	struct addr_prefix *v4;
 	size_t n4;

@@ -41,13 +41,6 @@
  * there; test_concurrency and test_reclaim run readers, the writer and the
  * reclaim thread under TSan. The normal and ASan builds run it whole.
  */
-#if defined(__SANITIZE_THREAD__)
-#define FT_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FT_UNDER_TSAN 1
-#endif
-#endif
 
 /* Set when the data file is missing, so that the program reports a skip, not a pass. */
 static int ft_no_data;
@@ -686,7 +679,7 @@ int main(void)
 		cmocka_unit_test(test_fulltable_flush_keeps_the_reclamation_bound),
 	};
 
-#ifdef FT_UNDER_TSAN
+#ifdef TDATA_UNDER_TSAN
 	(void)tests;
 	printf("SKIP: a ThreadSanitizer build (see the comment at the top of tests/test_fulltable.c)\n");
 	return EXIT_SKIP;

@@ -39,14 +39,6 @@
 
 static int rt_no_data;
 
-/* Under ThreadSanitizer the one-threaded parse of the full table takes minutes: skipped there. */
-#if defined(__SANITIZE_THREAD__)
-#define RT_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RT_UNDER_TSAN 1
-#endif
-#endif
 
 /* ------------------------------------------------------------- helpers */
 
@@ -1423,7 +1415,7 @@ static void test_routefile_full_table_loads_every_prefix(void **state)
 	char *text;
 	int ret;
 
-#ifdef RT_UNDER_TSAN
+#ifdef TDATA_UNDER_TSAN
 	print_message("  skipped: a ThreadSanitizer build, where the full table's parse takes minutes\n");
 	ref_free(ref4);
 	ref_free(ref6);

@@ -66,6 +66,17 @@ e2e_sanitized()
 	grep -Eq -- "^SAN_CFLAGS = .*-fsanitize=${1:-}" "$E2E_BUILDDIR/Makefile" 2>/dev/null
 }
 
+# latency_bound SECONDS: the bound for this build; ten times it in a
+# sanitizer build, whose daemon runs several times slower.
+latency_bound()
+{
+	if e2e_sanitized; then
+		awk -v s="$1" 'BEGIN { print s * 10 }'
+	else
+		echo "$1"
+	fi
+}
+
 e2e_skip_all()
 {
 	echo "SKIP: $*"

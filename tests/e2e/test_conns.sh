@@ -32,17 +32,6 @@ start_full()
 		>/dev/null || fail "the full table did not load"
 }
 
-# latency_bound SECONDS: the bound for this build; ten times it in a
-# sanitizer build, whose daemon runs several times slower.
-latency_bound()
-{
-	if e2e_sanitized; then
-		awk -v s="$1" 'BEGIN { print s * 10 }'
-	else
-		echo "$1"
-	fi
-}
-
 test_a_client_that_never_reads_neither_stalls_others_nor_keeps_the_daemon_busy()
 {
 	local s out kind=get

@@ -36,6 +36,19 @@ for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
 	born=$(stat -c %W "$log") changed=$(stat -c %Y "$log")
 	[ "$born" -gt 0 ] && echo "$((changed - born)) ${log#"$dir"/}"
 done | sort -rn | head -n 5 | awk '{ printf "# slowest: %s %d s\n", $2, $1 }'
+# The failed cases by name, each with its first failure message, so the
+# end of a long output still says what failed.
+for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
+	grep -q -E '^:test-result: (FAIL|ERROR)' "${log%.log}.trs" 2>/dev/null || continue
+	awk -v lg="${log#"$dir"/}" '
+		/^\[ RUN      \] / { name = $4; msg = "" }
+		(/^FAIL: / || /^\[  ERROR   \] --- /) && msg == "" { msg = substr($0, 1, 200) }
+		/^\[  FAILED  \] / && $5 != "test(s)," && !seen[$4]++ {
+			printf "# failed: %s %s: %s\n", lg, $4, ($4 == name ? msg : "?"); n++
+		}
+		END { if (!n) printf "# failed: %s (no case named: it crashed or was killed)\n", lg }
+	' "$log"
+done
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else

@@ -263,6 +263,21 @@ int cli_rpc_prepare(struct cli *cli, struct lyd_node *rpc, char **json);
 /* Parses the reply to @rpc and prints it (JSON, or the RPC's human form). */
 int cli_rpc_output(struct cli *cli, const struct lyd_node *rpc, const char *reply);
 
+/*
+ * Parses @payload, the reply to the RPC @name: *@tree to free, *@op its
+ * output (both NULL for an empty reply). Returns 0 or -errno (reported).
+ */
+int cli_rpc_parse_reply(struct cli *cli, const char *name, const char *payload,
+			struct lyd_node **tree, struct lyd_node **op);
+
+/* ------------------------------------------------------------- lookups.c */
+
+/* `lookup -`, `lookup -f FILE`, `lookups`: streams the addresses, writes the answers. */
+int cli_lookups_stream(struct cli *cli, int argc, char **argv);
+
+/* The lookup @lookup (validated input) in text: the daemon's answer line, exit 5 without a route. */
+int cli_lookup_one(struct cli *cli, const struct lyd_node *lookup);
+
 /* ---------------------------------------------------------------- load.c */
 
 /* The load RPC: resolves the path, streams stdin for "-", shows progress. */
@@ -302,9 +317,6 @@ char *cli_format_secs(uint64_t s, char *buf, size_t size);
 
 /* iproute2's name of protocol number @value (the number itself if none). */
 const char *cli_proto_name(const char *value);
-
-/* Prints one route (a node holding route-fields children) as `ip route` does. */
-void cli_print_route(FILE *f, const struct lyd_node *route);
 
 /* --------------------------------------------------------------- route.c */
 

@@ -216,6 +216,12 @@ int cli_recv_one(struct cli *cli, uint32_t id, cli_notify_fn notify, char **repl
 		cli_disconnect(cli);
 		return ret;
 	}
+	if (h.id == id && h.type == CTL_LINES) {
+		/* a streamed answer: out as it comes */
+		fwrite(payload, 1, h.len, stdout);
+		free(payload);
+		return 0;
+	}
 	if (h.id == id && (h.type == CTL_PART || h.type == CTL_REPLY))
 		return cli_part_add(cli, &h, &payload, reply, done);
 	if (h.id != id || (h.type != CTL_REPLY && h.type != CTL_ERROR)) {

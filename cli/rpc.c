@@ -197,8 +197,8 @@ static bool cli_blank(const char *s)
 }
 
 /* The reply is {"lcfib:NAME":{...output...}}: parsed on its own, then matched. */
-static int cli_rpc_parse_reply(struct cli *cli, const char *name, const char *payload,
-			       struct lyd_node **tree, struct lyd_node **op)
+int cli_rpc_parse_reply(struct cli *cli, const char *name, const char *payload,
+			struct lyd_node **tree, struct lyd_node **op)
 {
 	struct ly_in *in;
 	LY_ERR lyret;
@@ -238,16 +238,6 @@ static bool cli_child_true(const struct lyd_node *parent, const char *name)
 	return v && !strcmp(v, "true");
 }
 
-static void cli_print_lookup(struct cli *cli, const struct lyd_node *rpc,
-			     const struct lyd_node *out)
-{
-	(void)cli;
-	if (cli_child_true(out, "found"))
-		cli_print_route(stdout, out);
-	else
-		printf("no route to %s\n", cli_child_value(rpc, "address"));
-}
-
 /*
  * A cut listing says so on stdout, where a script or a pager reads it, as
  * its last line; --json has "truncated": true in the document.
@@ -283,6 +273,7 @@ static void cli_print_summary(const struct lyd_node *sum)
 	}
 }
 
+/* The routes came as lines (format text); the output ends them. */
 static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 			     const struct lyd_node *out)
 {
@@ -292,9 +283,6 @@ static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 	for (n = lyd_child(out); n; n = n->next)
 		if (n->schema && !strcmp(n->schema->name, "summary"))
 			cli_print_summary(n);
-	for (n = lyd_child(out); n; n = n->next)
-		if (n->schema && !strcmp(n->schema->name, "route"))
-			cli_print_route(stdout, n);
 	if (cli_child_true(out, "truncated")) {
 		const char *limit = cli_child_value(rpc, "limit");
 
@@ -302,6 +290,14 @@ static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 		       "'limit N')\n",
 		       limit ? limit : "1000");
 	}
+}
+
+/* Whether @rpc asked for its answer in lines (routes with format text or json-lines). */
+static bool cli_rpc_lines(const struct lyd_node *rpc)
+{
+	const char *format = cli_child_value(rpc, "format");
+
+	return format && strcmp(format, "json");
 }
 
 static void cli_print_load(struct cli *cli, const struct lyd_node *rpc, const struct lyd_node *out)
@@ -345,7 +341,6 @@ struct cli_rpc_printer {
 
 /* RPCs with a form of their own; the others print as a tree. */
 static const struct cli_rpc_printer cli_rpc_printers[] = {
-	{ "lookup", cli_print_lookup },
 	{ "routes", cli_print_routes },
 	{ "load", cli_print_load },
 	{ "metrics", cli_print_metrics },
@@ -372,10 +367,18 @@ int cli_rpc_output(struct cli *cli, const struct lyd_node *rpc, const char *repl
 	ret = cli_rpc_parse_reply(cli, rpc->schema->name, reply, &tree, &op);
 	if (ret)
 		return ret;
-	if (cli->json)
+	if (cli->json && cli_rpc_lines(rpc)) {
+		/* JSON lines are out: a cut listing says so where they are not */
+		if (op && cli_child_true(op, "truncated"))
+			cli_error(cli, NULL, NULL,
+				  "more routes match than the limit of %s (raise it with 'limit N')",
+				  cli_child_value(rpc, "limit") ? cli_child_value(rpc, "limit") :
+								   "1000");
+	} else if (cli->json) {
 		ret = cli_print_json(cli, tree);
-	else if (op)
+	} else if (op) {
 		cli_rpc_print(cli, rpc, op);
+	}
 	/* A load whose routes are in, but that a restart will not load again. */
 	if (!ret && op && cli_child_value(op, "not-recorded")) {
 		if (!cli->json)
@@ -407,17 +410,38 @@ int cli_rpc_call(struct cli *cli, struct lyd_node *rpc, cli_notify_fn notify)
 	return ret;
 }
 
+/*
+ * A listing comes as lines that go straight out (text, or JSON lines with
+ * --json), unless the format was asked for: lcfibctl neither keeps nor
+ * parses a million routes.
+ */
+static int cli_routes_call(struct cli *cli, struct lyd_node *rpc)
+{
+	if (!cli_child_value(rpc, "format") &&
+	    lyd_new_term(rpc, NULL, "format", cli->json ? "json-lines" : "text", 0, NULL))
+		return cli_ly_error(cli, NULL);
+	return cli_rpc_call(cli, rpc, NULL);
+}
+
 int cli_cmd_rpc(struct cli *cli, int argc, char **argv)
 {
 	const struct lysc_node *s = cli_schema_rpc(cli, argv[0]);
 	struct lyd_node *rpc;
 	int ret;
 
+	if (!strcmp(s->name, "lookups") ||
+	    (!strcmp(s->name, "lookup") && argc > 1 &&
+	     (!strcmp(argv[1], "-") || !strcmp(argv[1], "-f"))))
+		return cli_lookups_stream(cli, argc, argv);
 	ret = cli_rpc_build(cli, s, argc, argv, &rpc);
 	if (ret)
 		return ret;
 	if (!strcmp(s->name, "load"))
 		ret = cli_load_call(cli, rpc);
+	else if (!strcmp(s->name, "lookup") && !cli->json)
+		ret = cli_lookup_one(cli, rpc);
+	else if (!strcmp(s->name, "routes") && !cli_child_true(rpc, "summary"))
+		ret = cli_routes_call(cli, rpc);
 	else
 		ret = cli_rpc_call(cli, rpc, NULL);
 	lyd_free_all(rpc);

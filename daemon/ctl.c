@@ -86,6 +86,12 @@ struct ctl_conn {
 	const struct ctl_producer *prod; /* a reply made piece by piece */
 	void *prod_ctx;
 	uint32_t prod_id;
+	const struct ctl_sink *sink; /* a request whose input streams in */
+	void *sink_ctx;
+	uint32_t sink_id;
+	char *kbuf;               /* the data frame it is answering */
+	size_t klen, koff, kcap; /* its bytes, how far the answers are */
+	bool sink_end;      /* the end frame came */
 	time_t over_since; /* when unsent replies went over CTL_OUT_MAX (0: they are not) */
 	bool closing;      /* close once the replies are out */
 	bool dead;         /* the peer is gone: close at the end of this event */
@@ -404,11 +410,17 @@ static size_t ctl_unsent(const struct ctl_conn *c)
 	return c->wlen - c->woff;
 }
 
+/* Whether a stream's data frame is still being answered. */
+static bool ctl_sink_pending(const struct ctl_conn *c)
+{
+	return c->sink && c->koff < c->klen;
+}
+
 /* Whether @c's next frame may be served now: replies go out in order, and are read. */
 static bool ctl_may_serve(const struct ctl_conn *c)
 {
 	return !c->dead && !c->closing && (!c->busy || c->stream) && !c->prod &&
-	       ctl_unsent(c) <= CTL_OUT_MAX;
+	       !ctl_sink_pending(c) && ctl_unsent(c) <= CTL_OUT_MAX;
 }
 
 /* Whether a whole frame (or a header that cannot be framed) waits in the read buffer. */
@@ -429,7 +441,7 @@ static bool ctl_conn_ready(const struct ctl_conn *c)
 {
 	if (c->dead || c->closing)
 		return false;
-	if (c->prod)
+	if (c->prod || ctl_sink_pending(c))
 		return ctl_unsent(c) < CTL_OUT_LOW;
 	return ctl_may_serve(c) && ctl_has_frame(c);
 }
@@ -542,6 +554,13 @@ void ctl_reply_part(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const cha
 {
 	(void)d;
 	ctl_queue_len(c, CTL_PART, id, json, len);
+}
+
+void ctl_reply_lines(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *text,
+		     size_t len)
+{
+	(void)d;
+	ctl_queue_len(c, CTL_LINES, id, text, len);
 }
 
 void ctl_reply(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *json)
@@ -848,6 +867,76 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 	}
 }
 
+/* -------------------------------------------------------- the sink */
+
+void ctl_conn_sink(struct ctl_conn *c, uint32_t id, const struct ctl_sink *s, void *ctx)
+{
+	c->sink = s;
+	c->sink_ctx = ctx;
+	c->sink_id = id;
+	c->klen = c->koff = 0;
+	c->sink_end = false;
+}
+
+static void ctl_sink_done(struct ctl_conn *c)
+{
+	c->sink->free(c->sink_ctx);
+	c->sink = NULL;
+	c->sink_ctx = NULL;
+	c->klen = c->koff = 0;
+}
+
+/*
+ * Answers more of the data frame at hand (a turn's worth: the sink stops
+ * at a bounded answer), and ends the stream when its end frame came and
+ * all is answered.
+ */
+static void ctl_sink_feed(struct lcfibd *d, struct ctl_conn *c)
+{
+	struct lcfibd_err e = { 0 };
+
+	if (c->koff < c->klen) {
+		ssize_t n = c->sink->data(d, c, c->sink_id, c->sink_ctx, c->kbuf + c->koff,
+					  c->klen - c->koff, &e);
+
+		if (n < 0) {
+			ctl_reply_error(d, c, c->sink_id, &e);
+			ctl_sink_done(c);
+			return;
+		}
+		c->koff += (size_t)n;
+	}
+	if (c->koff == c->klen && c->sink_end) {
+		c->sink->end(d, c, c->sink_id, c->sink_ctx);
+		ctl_sink_done(c);
+	}
+}
+
+/* A data frame (copied: the read buffer moves on) or the end of a stream. */
+static void ctl_sink_take(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
+			  const uint8_t *payload)
+{
+	if (h->type == CTL_END) {
+		c->sink_end = true;
+	} else if (h->len) {
+		if (h->len > c->kcap) {
+			char *p = realloc(c->kbuf, h->len);
+
+			if (!p) {
+				ctl_bad_frame(d, c, c->sink_id, "out of memory for the lookups",
+					      true);
+				return;
+			}
+			c->kbuf = p;
+			c->kcap = h->len;
+		}
+		memcpy(c->kbuf, payload, h->len);
+		c->klen = h->len;
+		c->koff = 0;
+	}
+	ctl_sink_feed(d, c);
+}
+
 static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
 			 uint8_t *payload)
 {
@@ -855,8 +944,11 @@ static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_
 	payload[h->len] = '\0';
 	if (h->type != CTL_DATA)
 		d->ctl.requests++;
-	if (c->stream && h->type != CTL_DATA && h->type != CTL_END) {
-		ctl_bad_frame(d, c, h->id, "a request in the middle of a streamed load", true);
+	if ((c->stream || c->sink) && h->type != CTL_DATA && h->type != CTL_END) {
+		ctl_bad_frame(d, c, h->id,
+			      c->sink ? "a request in the middle of a stream of lookups" :
+					"a request in the middle of a streamed load",
+			      true);
 		return;
 	}
 	switch (h->type) {
@@ -871,7 +963,10 @@ static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_
 		break;
 	case CTL_DATA:
 	case CTL_END:
-		ctl_do_stream(d, c, h, payload);
+		if (c->sink)
+			ctl_sink_take(d, c, h, payload);
+		else
+			ctl_do_stream(d, c, h, payload);
 		break;
 	default:
 		ctl_bad_frame(d, c, h->id, "a reply type sent as a request", false);
@@ -1074,6 +1169,8 @@ bool ctl_serve(struct lcfibd *d)
 			continue;
 		if (c->prod)
 			ctl_produce(d, c);
+		else if (ctl_sink_pending(c))
+			ctl_sink_feed(d, c);
 		else
 			ctl_parse(d, c, CTL_FRAMES_PER_TURN);
 		more |= ctl_conn_ready(c);
@@ -1174,6 +1271,8 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	}
 	if (c->prod)
 		c->prod->free(c->prod_ctx);
+	if (c->sink)
+		c->sink->free(c->sink_ctx);
 	for (unsigned int i = 0; i < c->n_fds; i++)
 		close(c->fds[i]);
 	peer_free(&c->peer);
@@ -1186,6 +1285,7 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	free(c->rbuf);
 	free(c->wbuf);
 	free(c->sbuf);
+	free(c->kbuf);
 	free(c);
 }
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon/err.h"
 
@@ -50,6 +51,29 @@ struct ctl_producer {
 	void (*free)(void *ctx);
 };
 void ctl_conn_produce(struct ctl_conn *c, uint32_t id, const struct ctl_producer *p, void *ctx);
+/*
+ * A request whose input streams in after it (lookups): the data frames
+ * that follow are handed to data() as the connection drains, in order,
+ * and at the end frame end() queues the reply; free() drops @ctx then, or
+ * when the peer is gone. data() answers some of @buf's @len bytes (whole
+ * lines, as many as make a bounded answer, with ctl_reply_lines()) and
+ * returns how many it took, all of them at the end of @buf (it keeps a
+ * line cut by the frame's end), or -1 with @e: the reply, and the end of
+ * the stream. A frame's bytes are copied, one frame at a time: the
+ * stream needs a frame's memory and its answers', never the whole input's.
+ * @c's requests other than data wait till the end.
+ */
+struct ctl_sink {
+	ssize_t (*data)(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx,
+			const char *buf, size_t len, struct lcfibd_err *e);
+	void (*end)(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx);
+	void (*free)(void *ctx);
+};
+void ctl_conn_sink(struct ctl_conn *c, uint32_t id, const struct ctl_sink *s, void *ctx);
+/* Whole lines of a streamed answer (CTL_LINES). */
+void ctl_reply_lines(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const char *text,
+		     size_t len);
+
 /*
  * Loop thread, after each round of events: gives every connection with
  * frames to serve (or a reply to go on with) one turn. Returns whether

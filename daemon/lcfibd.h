@@ -41,6 +41,7 @@ struct ctl_ratelimit {
 struct lcfibd_ctl_stats {
 	uint64_t requests, errors, bad_frames, denied, config_writes;
 	uint64_t refused, dropped; /* connections refused (no slot), peers dropped (not reading) */
+	uint64_t lookups, bad_lookup_lines; /* lines of lookups streams answered, and bad */
 	unsigned int clients;
 	struct ctl_ratelimit log_refused, log_dropped, log_bad;
 };

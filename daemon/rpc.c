@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/cfg.h"
+#include "daemon/answer.h"
 #include "daemon/ctl.h"
 #include "daemon/err.h"
 #include "daemon/feed.h"
@@ -22,6 +23,7 @@
 #include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
 #include "daemon/log.h"
+#include "daemon/lookups.h"
 #include "daemon/peer.h"
 #include "daemon/rpc.h"
 #include "daemon/state.h"
@@ -68,6 +70,16 @@ static uint32_t rpc_table(const char *v)
 	return id;
 }
 
+enum rpc_format { RPC_JSON, RPC_TEXT, RPC_JSON_LINES };
+
+/* The format leaf of routes (absent: json). */
+static enum rpc_format rpc_format(const char *v)
+{
+	if (v && !strcmp(v, "text"))
+		return RPC_TEXT;
+	return v && !strcmp(v, "json-lines") ? RPC_JSON_LINES : RPC_JSON;
+}
+
 static int rpc_family(const char *v)
 {
 	if (!v)
@@ -92,50 +104,7 @@ static int rpc_term(struct lyd_node *parent, const char *name, const char *fmt, 
 }
 
 /* A route as the forwarding path sees it, copied out of the read-side section. */
-struct rpc_route {
-	struct addr_prefix p;
-	uint32_t table, metric, nh_id;
-	uint8_t type, proto, scope;
-	uint16_t n_paths;
-	size_t path_off;            /* a listing's: where its paths start in the walk's array */
-	const struct nh_path *path; /* n_paths of them */
-};
-
-/* Copies @r, its paths into @paths (room for NH_MAX_PATHS). */
-static void rpc_route_copy_rcu(struct rpc_route *o, uint32_t table, const struct addr_prefix *p,
-			       const struct fib_route *r, struct nh_path *paths)
-{
-	o->p = *p;
-	o->table = table;
-	o->metric = r->metric;
-	o->type = r->type;
-	o->proto = r->proto;
-	o->scope = r->scope;
-	o->nh_id = r->nh ? r->nh->id : 0;
-	o->n_paths = 0;
-	o->path = paths;
-	if (r->nh) {
-		const struct nh_info *info = nh_info_rcu(r->nh);
-
-		o->n_paths = info->n > NH_MAX_PATHS ? NH_MAX_PATHS : info->n;
-		memcpy(paths, info->path, o->n_paths * sizeof(paths[0]));
-	}
-}
-
-/* A path's flags as the module's bits ("dead linkdown"); false when none. */
-static bool rpc_path_flags(const struct nh_path *p, char *buf, size_t size)
-{
-	return names_flags_format(&names_nh_flag, p->flags, buf, size);
-}
-
-/* A path's preferred source, of the route's family. */
-static const char *rpc_path_src(const struct rpc_route *r, const struct nh_path *p, char *buf,
-				size_t size)
-{
-	return inet_ntop(r->p.a.family, &p->prefsrc, buf, (socklen_t)size);
-}
-
-static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
+static int rpc_route_out(struct lyd_node *parent, const struct answer_route *r)
 {
 	char buf[ADDR_STRLEN];
 	int ret = 0;
@@ -163,43 +132,21 @@ static int rpc_route_out(struct lyd_node *parent, const struct rpc_route *r)
 			ret |= rpc_term(nh, "interface", "%s", ifname_name(p->ifindex, name));
 		if (r->n_paths > 1)
 			ret |= rpc_term(nh, "weight", "%u", p->weight);
-		if (rpc_path_flags(p, buf, sizeof(buf)))
+		if (answer_path_flags(p, buf, sizeof(buf)))
 			ret |= rpc_term(nh, "flags", "%s", buf);
 		if (p->flags & NH_F_SRC)
-			ret |= rpc_term(nh, "source", "%s", rpc_path_src(r, p, buf, sizeof(buf)));
+			ret |= rpc_term(nh, "source", "%s", answer_path_src(r, p, buf, sizeof(buf)));
 	}
 	return ret;
 }
 
-/* A reply as it is printed: doubled as it grows. */
-struct rpc_out {
-	char *buf;
-	size_t len, cap;
-	bool nomem;
-};
-
+/* A reply as libyang prints it, onto an answer_buf (doubled as it grows). */
 static ssize_t rpc_out_write(void *ctx, const void *data, size_t n)
 {
-	struct rpc_out *o = ctx;
+	struct answer_buf *o = ctx;
 
-	if (o->cap - o->len <= n) {
-		size_t cap = o->cap ? o->cap : 4096;
-		char *p;
-
-		while (cap - o->len <= n)
-			cap *= 2;
-		p = realloc(o->buf, cap);
-		if (!p) {
-			o->nomem = true;
-			return -1;
-		}
-		o->buf = p;
-		o->cap = cap;
-	}
-	memcpy(o->buf + o->len, data, n);
-	o->len += n;
-	o->buf[o->len] = '\0';
-	return (ssize_t)n;
+	answer_mem(o, data, n);
+	return o->nomem ? -1 : (ssize_t)n;
 }
 
 /*
@@ -209,15 +156,15 @@ static ssize_t rpc_out_write(void *ctx, const void *data, size_t n)
  */
 static int rpc_print(struct lcfibd *d, struct lyd_node *op, char **reply, struct lcfibd_err *e)
 {
-	struct rpc_out o = { 0 };
+	struct answer_buf o = { 0 };
 
 	if (lyd_print_clb(rpc_out_write, &o, op, LYD_JSON, LYD_PRINT_SHRINK) != LY_SUCCESS ||
-	    o.nomem || !o.buf) {
-		free(o.buf);
+	    o.nomem || !o.s) {
+		free(o.s);
 		lcfibd_err_from_ly(e, d->ly, "reply");
 		return -1;
 	}
-	*reply = o.buf;
+	*reply = o.s;
 	return 0;
 }
 
@@ -243,11 +190,12 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	const char *given = rpc_value(op, "table");
 	uint32_t table = rpc_table(given);
 	struct nh_path paths[NH_MAX_PATHS];
-	struct rpc_route r;
+	struct answer_route r;
 	struct addr_prefix p;
 	struct errbuf err;
 	struct lyd_node *out;
 	struct addr a;
+	char buf[ADDR_STRLEN];
 	bool found = false;
 	int ret;
 
@@ -262,7 +210,7 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 						     fib_match_rules_rcu(d->fib, &a, &p, &table);
 
 		if (fr) {
-			rpc_route_copy_rcu(&r, table, &p, fr, paths);
+			answer_route_copy_rcu(&r, table, &p, fr, paths);
 			found = true;
 		}
 	}
@@ -270,7 +218,8 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	out = rpc_reply_new(d, "lookup", e);
 	if (!out)
 		return -1;
-	ret = rpc_term(out, "found", "%s", found ? "true" : "false");
+	ret = rpc_term(out, "address", "%s", addr_format(&a, buf, sizeof(buf)));
+	ret |= rpc_term(out, "found", "%s", found ? "true" : "false");
 	if (found && !ret)
 		ret = rpc_route_out(out, &r);
 	if (!ret)
@@ -309,12 +258,12 @@ struct rpc_walk {
 	/* summary: counts instead of routes */
 	bool summary;
 	uint64_t sum_routes, sum_proto[256], sum_plen[2][129];
-	struct rpc_route *r; /* this piece's routes */
+	struct answer_route *r; /* this piece's routes */
 	size_t n_r, cap;
 	struct nh_path *paths; /* their paths, one after the other */
 	size_t n_paths, cap_paths;
-	char *text; /* this piece's JSON */
-	size_t len, text_cap;
+	enum rpc_format format;
+	struct answer_buf out; /* this piece's JSON or lines */
 };
 
 static bool rpc_within(const struct addr_prefix *p, const struct addr_prefix *w)
@@ -339,7 +288,7 @@ static bool rpc_past(const struct addr_prefix *p, const struct addr_prefix *w)
 }
 
 /* Whether the route copied to @r passes the listing's filters. */
-static bool rpc_walk_match(const struct rpc_walk *w, const struct rpc_route *r)
+static bool rpc_walk_match(const struct rpc_walk *w, const struct answer_route *r)
 {
 	bool dev = !w->ifindex;
 
@@ -354,14 +303,14 @@ static bool rpc_walk_match(const struct rpc_walk *w, const struct rpc_route *r)
 static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *fr)
 {
 	struct rpc_walk *w = ctx;
-	struct rpc_route *o;
+	struct answer_route *o;
 
 	w->visited++;
 	if (w->filter && !rpc_within(p, &w->within))
 		return rpc_past(p, &w->within) ? 1 : 0; /* nothing within comes later */
 	if (w->n_r == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 256;
-		struct rpc_route *r = realloc(w->r, cap * sizeof(*r));
+		struct answer_route *r = realloc(w->r, cap * sizeof(*r));
 
 		if (!r)
 			return -ENOMEM;
@@ -379,7 +328,7 @@ static int rpc_walk_fn(void *ctx, const struct addr_prefix *p, const struct fib_
 	}
 	/* copied first, committed only if it matches (and fits under the limit) */
 	o = &w->r[w->n_r];
-	rpc_route_copy_rcu(o, w->table, p, fr, w->paths + w->n_paths);
+	answer_route_copy_rcu(o, w->table, p, fr, w->paths + w->n_paths);
 	if (!rpc_walk_match(w, o))
 		return 0;
 	if (w->summary) {
@@ -431,85 +380,26 @@ static int rpc_walk_piece(struct lcfibd *d, struct rpc_walk *w)
 	return ret ? ret : !w->fam;
 }
 
-/* A route of the list, as libyang prints it (RFC 7951, numbers bare). */
-static void rpc_route_json(struct rpc_walk *w, const struct rpc_route *r, uint64_t index)
-{
-	char buf[512], p[ADDR_STRLEN];
-	int n;
-
-	n = snprintf(buf, sizeof(buf),
-		     "{\"index\":%" PRIu64 ",\"prefix\":\"%s\",\"table\":%u,\"type\":\"%s\","
-		     "\"protocol\":%u,\"scope\":%u,\"metric\":%u",
-		     index, addr_prefix_format(&r->p, p, sizeof(p)), r->table,
-		     fib_rtype_name(r->type), r->proto, r->scope, r->metric);
-	if (r->nh_id)
-		snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"nexthop-id\":%u", r->nh_id);
-	ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-	for (unsigned int i = 0; i < r->n_paths; i++) {
-		const struct nh_path *nh = &r->path[i];
-		const char *sep = "{";
-		char name[IF_NAMESIZE];
-
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, i ? "," : ",\"nexthop\":[");
-		if (nh->gw_family) {
-			inet_ntop(nh->gw_family, &nh->gw, p, sizeof(p));
-			snprintf(buf, sizeof(buf), "{\"gateway\":\"%s\"", p);
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-			sep = ",";
-		}
-		if (nh->ifindex) {
-			snprintf(buf, sizeof(buf), "%s\"interface\":", sep);
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-			ctl_json_str(&w->text, &w->len, &w->text_cap,
-				     ifname_name(nh->ifindex, name));
-			sep = ",";
-		}
-		if (r->n_paths > 1) {
-			snprintf(buf, sizeof(buf), "%s\"weight\":%u", sep, nh->weight);
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-			sep = ",";
-		}
-		if (rpc_path_flags(nh, p, sizeof(p))) {
-			snprintf(buf, sizeof(buf), "%s\"flags\":\"%s\"", sep, p);
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-			sep = ",";
-		}
-		if (nh->flags & NH_F_SRC) {
-			snprintf(buf, sizeof(buf), "%s\"source\":\"%s\"", sep,
-				 rpc_path_src(r, nh, p, sizeof(p)));
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
-			sep = ",";
-		}
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, sep[0] == '{' ? "{}" : "}");
-	}
-	ctl_json_raw(&w->text, &w->len, &w->text_cap, r->n_paths ? "]}" : "}");
-}
-
-/*
- * The next piece of a listing: {"lcfib:routes":{"route":[ and routes,
- * then more routes, and at the end ],"truncated":...}} (lib/ctl.h: the
- * pieces concatenated are the reply).
- */
 /* The summary's reply: {"lcfib:routes":{"summary":{...},"truncated":false}}. */
 static void rpc_summary_json(struct rpc_walk *w)
 {
 	char buf[128];
 	const char *sep = "";
 
-	w->len = 0;
+	w->out.len = 0;
 	snprintf(buf, sizeof(buf), "{\"lcfib:routes\":{\"summary\":{\"routes\":\"%" PRIu64 "\"",
 		 w->sum_routes);
-	ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+	answer_raw(&w->out, buf);
 	for (unsigned int i = 0; i < 256; i++) {
 		if (!w->sum_proto[i])
 			continue;
 		snprintf(buf, sizeof(buf), "%s{\"protocol\":%u,\"routes\":\"%" PRIu64 "\"}",
 			 *sep ? sep : ",\"protocol\":[", i, w->sum_proto[i]);
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+		answer_raw(&w->out, buf);
 		sep = ",";
 	}
 	if (*sep)
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, "]");
+		answer_raw(&w->out, "]");
 	sep = "";
 	for (unsigned int f = 0; f < 2; f++) {
 		for (unsigned int l = 0; l <= 128; l++) {
@@ -519,58 +409,95 @@ static void rpc_summary_json(struct rpc_walk *w)
 				 "%s{\"family\":\"%s\",\"length\":%u,\"routes\":\"%" PRIu64 "\"}",
 				 *sep ? sep : ",\"prefix-length\":[", f ? "ipv6" : "ipv4", l,
 				 w->sum_plen[f][l]);
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, buf);
+			answer_raw(&w->out, buf);
 			sep = ",";
 		}
 	}
 	if (*sep)
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, "]");
-	ctl_json_raw(&w->text, &w->len, &w->text_cap, "},\"truncated\":false}}");
+		answer_raw(&w->out, "]");
+	answer_raw(&w->out, "},\"truncated\":false}}");
+}
+
+/*
+ * This piece's routes: in the reply's JSON ({"lcfib:routes":{"route":[
+ * first, then routes; lib/ctl.h: the pieces concatenated are the reply),
+ * or as lines of their own.
+ */
+static void rpc_piece_out(struct rpc_walk *w)
+{
+	uint64_t first = w->n - w->n_r + 1;
+	char head[64];
+
+	w->out.len = 0;
+	for (size_t i = 0; i < w->n_r; i++) {
+		const struct answer_route *r = &w->r[i];
+
+		w->r[i].path = w->paths + w->r[i].path_off; /* the array has stopped moving */
+		if (w->format == RPC_TEXT) {
+			answer_route_text(&w->out, r);
+			continue;
+		}
+		snprintf(head, sizeof(head), "%s{\"index\":%" PRIu64 ",",
+			 w->format == RPC_JSON_LINES ? "" :
+			 i || w->opened		     ? "," :
+						       "{\"lcfib:routes\":{\"route\":[",
+			 first + i);
+		answer_route_json(&w->out, head, r);
+		if (w->format == RPC_JSON_LINES)
+			answer_raw(&w->out, "\n");
+	}
+	w->opened |= w->n_r > 0;
+}
+
+/* The end of the reply: the JSON's last piece, or the output after the lines. */
+static void rpc_piece_close(struct rpc_walk *w)
+{
+	char tail[96];
+
+	if (w->format != RPC_JSON) {
+		snprintf(tail, sizeof(tail),
+			 "{\"lcfib:routes\":{\"truncated\":%s,\"listed\":\"%" PRIu64 "\"}}",
+			 w->truncated ? "true" : "false", w->n);
+		w->out.len = 0;
+		answer_raw(&w->out, tail);
+		return;
+	}
+	answer_raw(&w->out, w->opened ? "]," : "{\"lcfib:routes\":{");
+	answer_raw(&w->out, w->truncated ? "\"truncated\":true}}" : "\"truncated\":false}}");
 }
 
 static int rpc_routes_more(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void *ctx)
 {
 	struct rpc_walk *w = ctx;
-	uint64_t first = w->n + 1;
 	int end = rpc_walk_piece(d, w);
 
 	/* A summary sends nothing until done; each piece is a read-side section of its own. */
 	while (w->summary && !end)
 		end = rpc_walk_piece(d, w);
-	if (w->summary && end > 0) {
+	if (w->summary && end > 0)
 		rpc_summary_json(w);
-		ctl_reply(d, c, id, w->text);
-		return 1;
-	}
-	if (end < 0) {
+	else if (end >= 0)
+		rpc_piece_out(w);
+	if (end < 0 || w->out.nomem) {
 		struct lcfibd_err e = { 0 };
 
 		lcfibd_err_set(&e, CTL_TAG_FAILED, NULL, "out of memory listing routes");
 		ctl_reply_error(d, c, id, &e);
 		return 1;
 	}
-	w->len = 0;
-	for (size_t i = 0; i < w->n_r; i++) {
-		w->r[i].path = w->paths + w->r[i].path_off; /* the array has stopped moving */
-		if (i || w->opened)
-			ctl_json_raw(&w->text, &w->len, &w->text_cap, ",");
-		else
-			ctl_json_raw(&w->text, &w->len, &w->text_cap,
-				     "{\"lcfib:routes\":{\"route\":[");
-		rpc_route_json(w, &w->r[i], first + i);
+	if (w->summary) {
+		ctl_reply(d, c, id, w->out.s);
+		return 1;
 	}
-	w->opened |= w->n_r > 0;
+	if (w->format != RPC_JSON && w->out.len)
+		ctl_reply_lines(d, c, id, w->out.s, w->out.len);
 	if (!end) {
-		ctl_reply_part(d, c, id, w->text, w->len);
+		if (w->format == RPC_JSON)
+			ctl_reply_part(d, c, id, w->out.s, w->out.len);
 		return 0;
 	}
-	if (!w->opened)
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, "{\"lcfib:routes\":{");
-	else
-		ctl_json_raw(&w->text, &w->len, &w->text_cap, "],");
-	ctl_json_raw(&w->text, &w->len, &w->text_cap,
-		     w->truncated ? "\"truncated\":true}}" : "\"truncated\":false}}");
-	ctl_reply(d, c, id, w->text);
+	rpc_piece_close(w);
+	ctl_reply(d, c, id, w->out.s);
 	return 1;
 }
 
@@ -580,7 +507,7 @@ static void rpc_routes_free(void *ctx)
 
 	free(w->r);
 	free(w->paths);
-	free(w->text);
+	free(w->out.s);
 	free(w);
 }
 
@@ -602,6 +529,7 @@ static int rpc_routes(struct ctl_conn *c, uint32_t id, const struct lyd_node *op
 	w->limit = rpc_u64(op, "limit", 1000);
 	w->proto = rpc_value(op, "protocol") ? (int)rpc_u64(op, "protocol", 0) : -1;
 	w->summary = rpc_value(op, "summary") && !strcmp(rpc_value(op, "summary"), "true");
+	w->format = rpc_format(rpc_value(op, "format"));
 	if (rpc_value(op, "type") && fib_rtype_parse(rpc_value(op, "type"), &w->type)) {
 		lcfibd_err_set(e, CTL_TAG_INVALID, "/lcfib:routes/type", "type '%s' is unknown",
 			       rpc_value(op, "type"));
@@ -1155,6 +1083,17 @@ static int rpc_do_lookup(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
 	return rpc_lookup(d, op, reply, e);
 }
 
+static int rpc_do_lookups(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
+			  const struct lyd_node *op, char **reply, struct lcfibd_err *e)
+{
+	const char *table = rpc_value(op, "table"), *format = rpc_value(op, "format");
+
+	(void)d;
+	(void)reply;
+	return lookups_start(c, id, rpc_table(table), table != NULL,
+			     rpc_format(format) == RPC_JSON_LINES, e);
+}
+
 static int rpc_do_routes(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
 			 const struct lyd_node *op, char **reply, struct lcfibd_err *e)
 {
@@ -1227,6 +1166,7 @@ static int rpc_do_metrics(struct lcfibd *d, struct ctl_conn *c, uint32_t id,
 /* Every RPC of the lcfib module: rpc_init() checks the module against it. */
 static const struct ctl_rpc rpc_handlers[] = {
 	{ "lookup", rpc_do_lookup, true },
+	{ "lookups", rpc_do_lookups, true },
 	{ "routes", rpc_do_routes, true },
 	{ "flush", rpc_do_flush, false },
 	{ "route-add", rpc_do_route_add, false },

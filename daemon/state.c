@@ -249,6 +249,8 @@ static int state_control(struct lcfibd *d, struct lyd_node *st)
 	ret |= state_u64(n, "requests", d->ctl.requests);
 	ret |= state_u64(n, "errors", d->ctl.errors);
 	ret |= state_u64(n, "bad-frames", d->ctl.bad_frames);
+	ret |= state_u64(n, "streamed-lookups", d->ctl.lookups);
+	ret |= state_u64(n, "bad-lookup-lines", d->ctl.bad_lookup_lines);
 	ret |= state_u64(n, "denied", d->ctl.denied);
 	ret |= state_u64(n, "refused", d->ctl.refused);
 	ret |= state_u64(n, "dropped", d->ctl.dropped);

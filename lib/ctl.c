@@ -23,7 +23,7 @@ void ctl_hdr_encode(const struct ctl_hdr *h, uint8_t *buf)
 
 static int ctl_type_known(unsigned int type)
 {
-	return (type >= CTL_GET && type <= CTL_END) || (type >= CTL_REPLY && type <= CTL_PART);
+	return (type >= CTL_GET && type <= CTL_END) || (type >= CTL_REPLY && type <= CTL_LINES);
 }
 
 int ctl_hdr_decode(const uint8_t *buf, uint32_t max, struct ctl_hdr *h, struct errbuf *err)
@@ -75,6 +75,8 @@ const char *ctl_type_name(unsigned int type)
 		return "notify";
 	case CTL_PART:
 		return "part";
+	case CTL_LINES:
+		return "lines";
 	}
 	return "unknown";
 }

@@ -22,6 +22,11 @@
  *          parts and of the reply that ends them, concatenated, are the
  *          reply's JSON. The daemon makes the next piece only once the
  *          client has read the last ones.
+ *   lines  whole lines of a streamed answer (text or JSON lines), before
+ *          the reply that ends them: the answers of a lookups stream (whose
+ *          addresses come in CTL_DATA frames and one CTL_END, as a load's
+ *          file does), a listing asked for as text or json-lines. A client
+ *          writes them out as they come and keeps none.
  *
  * Every reply carries the id of its request. Requests are answered in
  * order. A peer that sends a bad header is answered with an error and
@@ -54,7 +59,8 @@ enum ctl_type {
 	CTL_REPLY = 64,
 	CTL_ERROR = 65,
 	CTL_NOTIFY = 66,
-	CTL_PART = 67, /* a piece of the reply with the same id */
+	CTL_PART = 67,  /* a piece of the reply with the same id */
+	CTL_LINES = 68, /* whole lines of a streamed answer (lookups, a listing) */
 };
 
 /* CTL_GET flags: what to return (none: both). */

@@ -24,7 +24,7 @@ import ctl
 REQ_MAX = 1 << 20
 REQUESTS = (1, 2, 3)          # get, edit, rpc
 STREAM = (4, 5)               # data, end
-REPLIES = (64, 65, 66, 67)    # reply, error, notify, part (lib/ctl.h)
+REPLIES = (64, 65, 66, 67, 68)  # reply, error, notify, part, lines (lib/ctl.h)
 KNOWN = REQUESTS + STREAM + REPLIES
 
 

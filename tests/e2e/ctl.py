@@ -24,7 +24,7 @@ import struct
 import sys
 
 TYPES = {"get": 1, "edit": 2, "rpc": 3, "data": 4, "end": 5}
-NAMES = {64: "reply", 65: "error", 66: "notify", 67: "part"}
+NAMES = {64: "reply", 65: "error", 66: "notify", 67: "part", 68: "lines"}
 HDR = struct.Struct(">IBBHI")
 GET_CONFIG, GET_STATE = 1, 2
 
@@ -48,7 +48,8 @@ def recv_exact(s, n):
 
 
 def answers(s):
-    """Yields (type name, payload) until a reply or an error; parts join the reply."""
+    """Yields (type name, payload) until a reply or an error; parts join the reply
+    (a listing's JSON), lines come one frame at a time (a streamed answer)."""
     parts = b""
     while True:
         hdr = recv_exact(s, 12)
@@ -63,7 +64,7 @@ def answers(s):
         if name == "reply":
             payload = parts + (payload or b"")
         yield name, (payload or b"").decode()
-        if name != "notify":
+        if name not in ("notify", "lines"):
             return
 
 

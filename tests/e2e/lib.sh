@@ -77,6 +77,20 @@ latency_bound()
 	fi
 }
 
+# scaled N [MIN]: N times LCFIB_STRESS (the ThreadSanitizer build sets 0.05), at least MIN.
+scaled()
+{
+	"$PYTHON" -c '
+import sys
+s = float(sys.argv[3] or 1)
+assert s > 0, "LCFIB_STRESS must be a positive number"
+print(max(int(sys.argv[2]), int(int(sys.argv[1]) * s)))' "$1" "${2:-1}" "${LCFIB_STRESS:-}" ||
+		fail "LCFIB_STRESS='${LCFIB_STRESS:-}' is not a positive number"
+}
+
+# below A B: whether the number A is below B.
+below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+
 e2e_skip_all()
 {
 	echo "SKIP: $*"

@@ -19,8 +19,6 @@
 # figure OUTPUT KEY: the value of KEY=... in conn_abuse.py's output.
 figure() { printf '%s\n' "$1" | sed -n "s/^$2=//p" | head -n 1; }
 
-# below A B: whether the number A is below B.
-below() { "$PYTHON" -c 'import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))' "$1" "$2"; }
 
 abuse() { "$PYTHON" "$E2E_HELPERS/conn_abuse.py" "$@"; }
 

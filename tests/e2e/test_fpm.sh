@@ -40,17 +40,6 @@ log_count_ge() { [ "$(log_count "$1" "$3")" -ge "$2" ]; }
 # route_count_is SOCK N: the main table holds N routes (for wait_until).
 route_count_is() { [ "$(show "$1" | wc -l)" = "$2" ]; }
 
-# scaled N [MIN]: N times LCFIB_STRESS (the ThreadSanitizer build sets 0.05), at least MIN.
-scaled()
-{
-	"$PYTHON" -c '
-import sys
-s = float(sys.argv[3] or 1)
-assert s > 0, "LCFIB_STRESS must be a positive number"
-print(max(int(sys.argv[2]), int(int(sys.argv[1]) * s)))' "$1" "${2:-1}" "${LCFIB_STRESS:-}" ||
-		fail "LCFIB_STRESS='${LCFIB_STRESS:-}' is not a positive number"
-}
-
 # lcfib_has SOCK PREFIX: lcfibd's main table has a route of exactly PREFIX.
 lcfib_has()
 {

@@ -130,6 +130,9 @@ seed_ctl()
 		"$(frame 2 0 '{"lcfib:lcfib":{"metrics":{"address":"::1","port":1}}}')" \
 		"$(frame 3 0 '{"lcfib:routes":{"prefix":"2001:db8::/32","table":"main"}}')" \
 		"$(frame 3 0 '{"lcfib:load":{"path":"-"}}')$(frame 4 0 '10.0.0.0/8')$(frame 5 0 '')" \
+		"$(frame 3 0 '{"lcfib:lookups":{}}')$(frame 4 0 $'10.0.0.1\n::1\nx\n10.')$(frame 4 0 '2.3.4')$(frame 5 0 '')" \
+		"$(frame 3 0 '{"lcfib:lookups":{"table":"local","format":"json-lines"}}')$(frame 4 0 $'# c\r\n\n2001:db8::1')$(frame 1 2 '')" \
+		"$(frame 3 0 '{"lcfib:routes":{"format":"text"}}')$(frame 3 0 '{"lcfib:routes":{"format":"json-lines","limit":1}}')" \
 		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
 		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')"; do
 		# shellcheck disable=SC2059 # the frame is made of escapes for printf

@@ -10,7 +10,7 @@ pkgs=(build-essential autoconf automake libtool pkg-config gzip
       frr)  # zebra and dplane_fpm_nl for the FPM feed's tests
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(libdpdk-dev librte-lpm23 librte-fib23 librte-mempool-ring23
-	       gnuplot-nox)  # tests/bench/plot.sh draws docs/*.svg
+	       gnuplot-nox)  # tests/bench/*plot.sh draw docs/*.svg
 fi
 
 missing=()

@@ -26,17 +26,9 @@ zebra=${3:-}
 tmp=$(mktemp -d /tmp/lcfib-bench-fpm.XXXXXX)
 chmod 0755 "$tmp"
 ns_pid=
-cleanup()
-{
-	local f
-	for f in "$tmp"/*.pid; do
-		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
-	done
-	[ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=tests/bench/lib.sh
+. "$top/tests/bench/lib.sh"
+trap bench_cleanup EXIT
 
 send=("python3" "$top/tests/e2e/fpm_send.py")
 ctl() { python3 "$top/tests/e2e/ctl.py" "$tmp/sock" "$@"; }
@@ -47,26 +39,11 @@ n=1062046
 v4=901899
 v6=160147
 
-# start_lcfibd [WRAP...]: a fresh lcfibd with the FPM feed on $port.
-start_lcfibd()
+# start_fpm_lcfibd [WRAP...]: a fresh lcfibd with the FPM feed on $port.
+start_fpm_lcfibd()
 {
-	rm -rf "$tmp/state"
-	printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"port":%s,"replay-settle":5000}}}}\n' \
-		"$port" >"$tmp/lcfibd.json"
-	"$@" "$build/daemon/lcfibd" -f -c "$tmp/lcfibd.json" -s "$tmp/sock" -S "$tmp/state" \
-		-p "$tmp/lcfibd.pid" -y "$top/yang" -d warning 2>>"$tmp/lcfibd.log" &
-	for _ in $(seq 200); do ctl get state /lcfib:lcfib/state/daemon/pid >/dev/null 2>&1 && return; sleep 0.05; done
-	echo "lcfibd did not start:" >&2
-	cat "$tmp/lcfibd.log" >&2
-	exit 1
-}
-stop_pid()
-{
-	local pid
-	pid=$(cat "$tmp/$1.pid")
-	kill "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-	rm -f "$tmp/$1.pid"
+	start_lcfibd "$(printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"port":%s,"replay-settle":5000}}}}' \
+		"$port")" "$@"
 }
 peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$(cat "$tmp/lcfibd.pid")/status"; }
 # cpu_s NAME: user+system seconds of the process in $tmp/NAME.pid, every thread.
@@ -94,7 +71,7 @@ for stream in plain nhg x64; do
 	esac
 	results=()
 	for _ in $(seq "$runs"); do
-		start_lcfibd
+		start_fpm_lcfibd
 		out=$("${send[@]}" --port "$port" --wait-routes "$tmp/sock" "$n" replay "$tmp/$stream.fpm" | tail -1)
 		t=$(echo "$out" | sed -E 's/.* ([0-9.]+) s after the first frame.*/\1/')
 		results+=("$t $(peak_rss_mib) $(cpu_s lcfibd)")
@@ -109,7 +86,7 @@ done
 # an anonymous nexthop.
 results=()
 for _ in $(seq "$runs"); do
-	start_lcfibd
+	start_fpm_lcfibd
 	"${send[@]}" --port "$port" --wait-routes "$tmp/sock" "$n" replay "$tmp/plain.fpm" >/dev/null
 	c0=$(cpu_s lcfibd)
 	t0=$(now)
@@ -177,7 +154,7 @@ printf '%-52s %8.3f %12.0f %9s %9s   zebra-cpu %s\n' "zebra alone: its RIB holds
 	"$(echo "$n / $t" | bc -l)" - - "$zcpu"
 
 for nhg in yes no; do
-	start_lcfibd nsenter -t "$ns_pid" -n
+	start_fpm_lcfibd nsenter -t "$ns_pid" -n
 	t0=$(now)
 	zebra_run yes "$nhg"
 	until [ "$(held)" = "$n" ]; do sleep 0.2; done

@@ -12,6 +12,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <pwd.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,56 +347,6 @@ static bool cfg_has_route_file(const struct lyd_node *tree, const char *path)
 	return found;
 }
 
-/*
- * A route file added by an edit (or a reload) is loaded after the commit,
- * by the writer: what would fail there for want of the file fails the
- * edit here, with the reason, instead of only in the log. It must also be
- * one the editing client may read: the daemon reads it with its own
- * rights (root) now and at every start, so it is opened as the client
- * (peer_open(); root's and our own user's rights are the daemon's). The
- * file's lines are checked by the load itself (state ingest/last-load).
- * At start a missing file does not stop lcfibd: its load fails and says
- * so; on SIGHUP the config is root's own file, opened with the daemon's
- * rights.
- */
-static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree,
-				   struct lcfibd_err *e)
-{
-	struct ly_set *set = NULL;
-	int ret = 0;
-
-	if (!d->running)
-		return 0;
-	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file/path", &set) != LY_SUCCESS) {
-		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/route-files",
-			       "cannot read the route files");
-		return -1;
-	}
-	for (uint32_t i = 0; i < set->count && !ret; i++) {
-		const char *path = lyd_get_value(set->dnodes[i]);
-		struct errbuf err;
-		char xp[4200];
-		int fd;
-
-		if (!path || cfg_has_route_file(d->running, path))
-			continue; /* there before this edit */
-		fd = d->editor ? peer_open(d->editor, path, d->max_file_size, &err)
-			       : routefile_open(path, d->max_file_size, &err);
-		if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		if (d->editor)
-			log_notice("config edit by pid %d uid %u refused: %s", (int)d->editor->pid,
-				   (unsigned int)d->editor->uid, err.msg);
-		lcfibd_err_set(e, fd == -EACCES || fd == -EPERM ? CTL_TAG_DENIED : CTL_TAG_ROUTE_FILE,
-			       lyd_path(set->dnodes[i], LYD_PATH_STD, xp, sizeof(xp)), "%s", err.msg);
-		ret = -1;
-	}
-	ly_set_free(set, NULL);
-	return ret;
-}
-
 /* The value of @name under @n, or NULL. */
 static const char *cfg_child_value(const struct lyd_node *n, const char *name)
 {
@@ -404,6 +355,111 @@ static const char *cfg_child_value(const struct lyd_node *n, const char *name)
 	if (lyd_find_path(n, name, 0, &c) != LY_SUCCESS || !c)
 		return NULL;
 	return lyd_get_value(c);
+}
+
+/*
+ * The loads of the route files an edit adds: prepared (read and parsed)
+ * by cfg_prepare_route_files(), queued by its apply, dropped by its abort.
+ * Loop thread only, like the edit.
+ */
+static struct feed_file_job **cfg_rf_jobs;
+static unsigned int cfg_n_rf_jobs;
+
+static void cfg_abort_route_files(struct lcfibd *d)
+{
+	(void)d;
+	for (unsigned int i = 0; i < cfg_n_rf_jobs; i++)
+		feed_file_job_free(cfg_rf_jobs[i]);
+	free(cfg_rf_jobs);
+	cfg_rf_jobs = NULL;
+	cfg_n_rf_jobs = 0;
+}
+
+/*
+ * Opens and parses the route file of entry @rf, as the editing client
+ * when there is one, and keeps its load for the apply. 0, or -1 with @e.
+ */
+static int cfg_prepare_route_file(struct lcfibd *d, const struct lyd_node *rf, struct lcfibd_err *e)
+{
+	const char *path = cfg_child_value(rf, "path"),
+		   *skip = cfg_child_value(rf, "skip-bad-lines");
+	struct feed_file_job *j, **v;
+	struct errbuf err;
+	char xp[4200];
+	int fd;
+
+	fd = d->editor ? peer_open(d->editor, path, d->max_file_size, &err)
+		       : routefile_open(path, d->max_file_size, &err);
+	if (fd < 0) {
+		if (d->editor)
+			log_notice("config edit by pid %d uid %u refused: %s", (int)d->editor->pid,
+				   (unsigned int)d->editor->uid, err.msg);
+		lcfibd_err_set(e,
+			       fd == -EACCES || fd == -EPERM ? CTL_TAG_DENIED : CTL_TAG_ROUTE_FILE,
+			       lyd_path(rf, LYD_PATH_STD, xp, sizeof(xp)), "%s", err.msg);
+		return -1;
+	}
+	j = feed_file_job_new(path, cfg_child_value(rf, "format"),
+			      skip && strcmp(skip, "true") == 0);
+	v = j ? realloc(cfg_rf_jobs, (cfg_n_rf_jobs + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		if (j)
+			feed_file_job_free(j);
+		close(fd);
+		lcfibd_err_set(e, CTL_TAG_RESOURCE, NULL, "%s: out of memory", path);
+		return -1;
+	}
+	cfg_rf_jobs = v;
+	cfg_rf_jobs[cfg_n_rf_jobs++] = j;
+	j->fd = fd; /* the job's now */
+	if (feed_file_parse(d, j)) {
+		lcfibd_err_set(e, CTL_TAG_ROUTE_FILE, lyd_path(rf, LYD_PATH_STD, xp, sizeof(xp)),
+			       "%s", j->err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A route file added by an edit (or a reload) is read and parsed here,
+ * before the commit: what would make its load fail for want of the file
+ * or for a bad line (unless skip-bad-lines) fails the edit, with the
+ * reason, instead of only in the log, and the config stays as it was.
+ * The writer then applies the parsed file after the commit; a refusal
+ * there (a route a feed holds) is the load's, in the log and in state
+ * (ingest/last-load). The file must also be one the editing client may
+ * read: the daemon reads it with its own rights (root) at every start,
+ * so here it is opened as the client (peer_open(); root's and our own
+ * user's rights are the daemon's). At start a missing or bad file does
+ * not stop lcfibd: its load fails and says so; on SIGHUP the config is
+ * root's own file, opened with the daemon's rights.
+ */
+static int cfg_prepare_route_files(struct lcfibd *d, const struct lyd_node *tree,
+				   struct lcfibd_err *e)
+{
+	struct ly_set *set = NULL;
+	int ret = 0;
+
+	cfg_abort_route_files(d); /* none left, but be sure */
+	if (!d->running)
+		return 0;
+	if (lyd_find_xpath(tree, CFG_TOP "/route-files/route-file", &set) != LY_SUCCESS) {
+		lcfibd_err_set(e, CTL_TAG_FAILED, CFG_TOP "/route-files",
+			       "cannot read the route files");
+		return -1;
+	}
+	for (uint32_t i = 0; i < set->count && !ret; i++) {
+		const char *path = cfg_child_value(set->dnodes[i], "path");
+
+		/* There before this edit, or loaded by the load RPC that records it. */
+		if (!path || cfg_has_route_file(d->running, path) || feed_file_loaded(d, path))
+			continue;
+		ret = cfg_prepare_route_file(d, set->dnodes[i], e);
+	}
+	ly_set_free(set, NULL);
+	if (ret)
+		cfg_abort_route_files(d);
+	return ret;
 }
 
 /* Loads the route files of the running config; @only_new: those not loaded yet. */
@@ -431,12 +487,21 @@ void cfg_load_route_files(struct lcfibd *d)
 	cfg_load_files(d, false);
 }
 
-/* A route file added to the config is loaded now; at start main.c loads them all. */
+/*
+ * A route file added to the config is loaded now (what prepare parsed is
+ * only applied); at start main.c loads them all.
+ */
 static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
 	(void)tree;
-	if (!at_start)
-		cfg_load_files(d, true);
+	if (at_start)
+		return;
+	for (unsigned int i = 0; i < cfg_n_rf_jobs; i++)
+		feed_file_submit_configured(d, cfg_rf_jobs[i]);
+	free(cfg_rf_jobs);
+	cfg_rf_jobs = NULL;
+	cfg_n_rf_jobs = 0;
+	cfg_load_files(d, true);
 }
 
 /* ------------------------------------------------------- static routes */
@@ -461,82 +526,191 @@ static int cfg_static_parse(const char *line, struct routefile_route *rt, struct
 	return ret;
 }
 
-struct cfg_static_job {
-	struct writer_job job; /* first */
+/* One static route's add or delete, for the writer. */
+struct cfg_static_op {
 	bool del;
+	bool done;          /* applied: to undo if a later op fails */
+	unsigned int flags; /* the add's, as parsed */
 	struct routefile_route rt;
-	char line[];
+	char *line;
 };
 
+/*
+ * The static routes an edit changes, applied by the writer in one job.
+ * An edit waits for it (@wait) and fails when an add is refused, and then
+ * nothing stays applied; at start, and for an undo, no one waits and a
+ * refusal is only logged.
+ */
+struct cfg_static_job {
+	struct writer_job job; /* first */
+	bool wait;             /* an edit waits: sem posted, undone on refusal */
+	sem_t sem;
+	int ret;
+	struct errbuf err;
+	unsigned int n;
+	struct cfg_static_op ops[];
+};
+
+/* Writer thread: applies @op; 0 or -errno with @err. */
+static int cfg_static_op_run(struct lcfibd *d, struct cfg_static_op *op, bool del,
+			     struct errbuf *err)
+{
+	int ret;
+
+	op->rt.rc.paths = op->rt.paths;
+	/* A delete takes exactly the route the entry added: not another of its prefix. */
+	op->rt.rc.flags = del ? FIB_F_EXACT_METRIC | FIB_F_EXACT : op->flags;
+	/* A feed's key is not the entry's: neither its add nor its delete touches it. */
+	ret = feed_claim(d, &op->rt.rc, err);
+	if (!ret)
+		ret = del ? fib_route_del(d->fib, &op->rt.rc, err)
+			  : fib_route_add(d->fib, &op->rt.rc, err);
+	if (ret)
+		log_err("static route '%s': %s: %s", op->line, del ? "delete" : "add", err->msg);
+	else
+		log_info("static route '%s' %s", op->line, del ? "deleted" : "added");
+	return ret;
+}
+
+/* Writer thread: undoes the ops of @j applied so far, last first. */
+static void cfg_static_undo(struct lcfibd *d, struct cfg_static_job *j)
+{
+	struct errbuf err;
+
+	for (unsigned int i = j->n; i-- > 0;) {
+		if (j->ops[i].done)
+			cfg_static_op_run(d, &j->ops[i], !j->ops[i].del, &err);
+		j->ops[i].done = false;
+	}
+}
+
+/*
+ * A delete that fails (the operator deleted the route already) is only
+ * logged: the entry goes all the same. A refused add fails the job,
+ * after undoing what it did, when an edit waits for it.
+ */
 static void cfg_static_run(struct lcfibd *d, struct writer_job *wj)
 {
 	struct cfg_static_job *j = (struct cfg_static_job *)wj;
-	struct errbuf err = { "" };
-	int ret;
 
-	j->rt.rc.paths = j->rt.paths;
-	/* A feed's key is not the entry's: neither its add nor its delete touches it. */
-	ret = feed_claim(d, &j->rt.rc, &err);
-	if (!ret)
-		ret = j->del ? fib_route_del(d->fib, &j->rt.rc, &err)
-			     : fib_route_add(d->fib, &j->rt.rc, &err);
-	if (ret)
-		log_err("static route '%s': %s: %s", j->line, j->del ? "delete" : "add", err.msg);
-	else
-		log_info("static route '%s' %s", j->line, j->del ? "deleted" : "added");
+	for (unsigned int i = 0; i < j->n; i++) {
+		struct cfg_static_op *op = &j->ops[i];
+		struct errbuf err = { "" };
+		int ret = cfg_static_op_run(d, op, op->del, &err);
+
+		op->done = !ret;
+		if (ret && !op->del && j->wait) {
+			err_set(&j->err, "static route '%s': %s", op->line, err.msg);
+			j->ret = ret;
+			cfg_static_undo(d, j);
+			break;
+		}
+	}
+	if (j->wait)
+		sem_post(&j->sem);
+}
+
+static void cfg_static_job_free(struct cfg_static_job *j)
+{
+	if (!j)
+		return;
+	for (unsigned int i = 0; i < j->n; i++)
+		free(j->ops[i].line);
+	if (j->wait)
+		sem_destroy(&j->sem);
+	free(j);
 }
 
 static void cfg_static_done(struct lcfibd *d, struct writer_job *wj)
 {
 	(void)d;
-	free(wj);
+	cfg_static_job_free((struct cfg_static_job *)wj);
 }
 
-/* Queues the add or delete of static route @line (parsed in prepare: cannot fail but for memory). */
-static void cfg_static_submit(struct lcfibd *d, const char *line, bool del)
+static struct cfg_static_job *cfg_static_job_new(unsigned int cap, bool wait)
 {
-	size_t len = strlen(line) + 1;
-	struct cfg_static_job *j = calloc(1, sizeof(*j) + len);
-	struct errbuf err;
+	struct cfg_static_job *j = calloc(1, sizeof(*j) + cap * sizeof(j->ops[0]));
 
-	if (!j || cfg_static_parse(line, &j->rt, &err)) {
-		log_err("static route '%s': %s", line, j ? err.msg : "out of memory");
+	if (!j)
+		return NULL;
+	if (wait && sem_init(&j->sem, 0, 0)) {
 		free(j);
-		return;
+		return NULL;
 	}
-	memcpy(j->line, line, len);
-	j->del = del;
-	if (del)
-		/* Exactly the route the entry added: not another of its prefix. */
-		j->rt.rc.flags = FIB_F_EXACT_METRIC | FIB_F_EXACT;
+	j->wait = wait;
 	j->job.run = cfg_static_run;
 	j->job.done = cfg_static_done;
-	writer_submit(d->writer, &j->job);
+	return j;
 }
 
-static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree,
-			      struct lcfibd_err *e)
+/* Adds to @j the add or delete of @line; -1 with @err when it does not parse or for memory. */
+static int cfg_static_job_add(struct cfg_static_job *j, const char *line, bool del,
+			      struct errbuf *err)
+{
+	struct cfg_static_op *op = &j->ops[j->n];
+
+	if (cfg_static_parse(line, &op->rt, err))
+		return -1;
+	op->flags = op->rt.rc.flags;
+	op->line = strdup(line);
+	if (!op->line) {
+		err_set(err, "out of memory");
+		return -1;
+	}
+	op->del = del;
+	j->n++;
+	return 0;
+}
+
+static void cfg_lines_free(char **v, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * The static-routes lines of @tree, in config order, each checked to
+ * parse; *@n of them. 0, or -1 with @e.
+ */
+static int cfg_static_lines(const struct lyd_node *tree, char ***lines, unsigned int *n,
+			    struct lcfibd_err *e)
 {
 	static struct routefile_route rt; /* loop thread only; large */
 	struct ly_set *set = NULL;
-	struct errbuf err;
+	struct errbuf err = { "" };
+	char **v = NULL;
 	int ret = 0;
 
-	(void)d;
+	*lines = NULL;
+	*n = 0;
 	if (lyd_find_xpath(tree, CFG_TOP "/static-routes/route", &set) != LY_SUCCESS)
 		return 0;
-	for (uint32_t i = 0; i < set->count && !ret; i++) {
+	if (set->count && !(v = calloc(set->count, sizeof(*v)))) {
+		err_set(&err, "out of memory");
+		ret = -1;
+	}
+	for (uint32_t i = 0; !ret && i < set->count; i++) {
 		const char *line = lyd_get_value(lyd_child(set->dnodes[i]));
 
-		err_clear(&err);
 		if (cfg_static_parse(line, &rt, &err)) {
 			lcfibd_err_set(e, CTL_TAG_INVALID, CFG_TOP "/static-routes/route",
 				       "static-routes route '%s': %s", line, err.msg);
 			ret = -1;
+		} else if (!(v[(*n)++] = strdup(line))) {
+			lcfibd_err_set(e, CTL_TAG_RESOURCE, CFG_TOP "/static-routes",
+				       "out of memory");
+			ret = -1;
 		}
 	}
 	ly_set_free(set, NULL);
-	return ret;
+	if (ret) {
+		cfg_lines_free(v, *n);
+		*n = 0;
+		return -1;
+	}
+	*lines = v;
+	return 0;
 }
 
 static bool cfg_static_has(char *const *lines, unsigned int n, const char *line)
@@ -549,49 +723,139 @@ static bool cfg_static_has(char *const *lines, unsigned int n, const char *line)
 }
 
 /*
- * Deletes the routes of entries gone, then adds those of new entries, in
- * config order; the writer applies them in that order, after whatever was
- * queued before.
+ * The job taking the FIB from static routes @from to @to: deletes of the
+ * lines gone, then adds of the new ones, in config order. NULL for
+ * memory (every line parsed before).
  */
-static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+static struct cfg_static_job *cfg_static_diff(char *const *from, unsigned int nfrom,
+					      char *const *to, unsigned int nto, bool wait)
 {
-	struct ly_set *set = NULL;
-	char **now = NULL;
-	unsigned int n = 0;
+	struct cfg_static_job *j = cfg_static_job_new(nfrom + nto, wait);
+	struct errbuf err;
+	int ret = 0;
 
-	(void)at_start;
-	if (lyd_find_xpath(tree, CFG_TOP "/static-routes/route", &set) == LY_SUCCESS &&
-	    set->count) {
-		now = calloc(set->count, sizeof(*now));
-		for (uint32_t i = 0; now && i < set->count; i++) {
-			now[n] = strdup(lyd_get_value(lyd_child(set->dnodes[i])));
-			if (now[n])
-				n++;
-		}
-		if (!now || n < set->count)
-			log_err("static routes: out of memory: some are not applied");
+	for (unsigned int i = 0; j && i < nfrom && !ret; i++) {
+		if (!cfg_static_has(to, nto, from[i]))
+			ret = cfg_static_job_add(j, from[i], true, &err);
 	}
-	ly_set_free(set, NULL);
-	for (unsigned int i = 0; i < d->n_static; i++) {
-		if (!cfg_static_has(now, n, d->static_lines[i]))
-			cfg_static_submit(d, d->static_lines[i], true);
+	for (unsigned int i = 0; j && i < nto && !ret; i++) {
+		if (!cfg_static_has(from, nfrom, to[i]))
+			ret = cfg_static_job_add(j, to[i], false, &err);
 	}
-	for (unsigned int i = 0; i < n; i++) {
-		if (!cfg_static_has(d->static_lines, d->n_static, now[i]))
-			cfg_static_submit(d, now[i], false);
+	if (ret) {
+		cfg_static_job_free(j);
+		return NULL;
 	}
-	cfg_static_free(d);
-	d->static_lines = now;
-	d->n_static = n;
+	return j;
+}
+
+/*
+ * The static routes an edit makes running: prepared, and already in the
+ * FIB, until apply makes them d->static_lines or abort takes them out.
+ * Loop thread only, like the edit.
+ */
+static char **cfg_static_next;
+static unsigned int cfg_static_n_next;
+static bool cfg_static_prepared;
+
+/*
+ * An edit's static routes are applied here, before the commit: the edit
+ * waits for the writer (behind the jobs queued before it) and fails with
+ * the FIB's reason when it refuses an add, and then nothing of it stays
+ * applied. At start (no running config yet, no writer) the lines are
+ * only checked; apply adds them and a refusal is only logged.
+ */
+static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
+{
+	struct cfg_static_job *j;
+	char **now;
+	unsigned int n;
+	int ret;
+
+	if (cfg_static_lines(tree, &now, &n, e))
+		return -1;
+	if (!d->running) {
+		cfg_lines_free(now, n);
+		return 0;
+	}
+	j = cfg_static_diff(d->static_lines, d->n_static, now, n, true);
+	if (!j) {
+		cfg_lines_free(now, n);
+		lcfibd_err_set(e, CTL_TAG_RESOURCE, CFG_TOP "/static-routes", "out of memory");
+		return -1;
+	}
+	if (!j->n) {
+		cfg_static_job_free(j);
+		ret = 0;
+	} else {
+		writer_submit(d->writer, &j->job);
+		while (sem_wait(&j->sem) && errno == EINTR)
+			;
+		ret = j->ret; /* its done() frees it, later, on this thread */
+	}
+	if (ret) {
+		cfg_lines_free(now, n);
+		lcfibd_err_set(e, ret == -EBUSY ? CTL_TAG_BUSY : CTL_TAG_FAILED,
+			       CFG_TOP "/static-routes/route", "%s", j->err.msg);
+		return -1;
+	}
+	cfg_static_next = now;
+	cfg_static_n_next = n;
+	cfg_static_prepared = true;
+	return 0;
 }
 
 static void cfg_static_free(struct lcfibd *d)
 {
-	for (unsigned int i = 0; i < d->n_static; i++)
-		free(d->static_lines[i]);
-	free(d->static_lines);
+	cfg_lines_free(d->static_lines, d->n_static);
 	d->static_lines = NULL;
 	d->n_static = 0;
+}
+
+/* At start the static routes are added now; after an edit's prepare they are in already. */
+static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
+{
+	struct lcfibd_err e = { 0 };
+	struct cfg_static_job *j;
+
+	cfg_static_free(d);
+	if (!at_start && cfg_static_prepared) {
+		d->static_lines = cfg_static_next;
+		d->n_static = cfg_static_n_next;
+		cfg_static_next = NULL;
+		cfg_static_n_next = 0;
+		cfg_static_prepared = false;
+		return;
+	}
+	if (cfg_static_lines(tree, &d->static_lines, &d->n_static, &e)) {
+		log_err("static routes not applied: %s", e.msg);
+		return;
+	}
+	j = cfg_static_diff(NULL, 0, d->static_lines, d->n_static, false);
+	if (!j) {
+		log_err("static routes: out of memory: not applied");
+		return;
+	}
+	writer_submit(d->writer, &j->job);
+}
+
+/* The commit failed after prepare: the routes it added go, those it deleted come back. */
+static void cfg_abort_static(struct lcfibd *d)
+{
+	struct cfg_static_job *j;
+
+	if (!cfg_static_prepared)
+		return;
+	j = cfg_static_diff(cfg_static_next, cfg_static_n_next, d->static_lines, d->n_static,
+			    false);
+	if (j)
+		writer_submit(d->writer, &j->job);
+	else
+		log_err("static routes: out of memory: the FIB keeps those of a failed edit");
+	cfg_lines_free(cfg_static_next, cfg_static_n_next);
+	cfg_static_next = NULL;
+	cfg_static_n_next = 0;
+	cfg_static_prepared = false;
 }
 
 static const struct cfg_handler cfg_handlers[] = {
@@ -615,10 +879,11 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/metrics/address", cfg_prepare_metrics, cfg_apply_metrics, cfg_abort_metrics },
 	{ CFG_TOP "/metrics/port", cfg_prepare_metrics, cfg_apply_metrics, cfg_abort_metrics },
 	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
-	  NULL },
+	  cfg_abort_route_files },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },
 	{ CFG_TOP "/route-files/route-file/skip-bad-lines", NULL, cfg_apply_route_files, NULL },
-	{ CFG_TOP "/static-routes/route/line", cfg_prepare_static, cfg_apply_static, NULL },
+	{ CFG_TOP "/static-routes/route/line", cfg_prepare_static, cfg_apply_static,
+	  cfg_abort_static },
 };
 
 #define CFG_N_HANDLERS (sizeof(cfg_handlers) / sizeof(cfg_handlers[0]))

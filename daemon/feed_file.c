@@ -69,52 +69,90 @@ static int feed_file_claim(void *ctx, const struct fib_rcfg *rc, struct errbuf *
 	return feed_claim(ctx, rc, err);
 }
 
-static void feed_file_run(struct lcfibd *d, struct writer_job *wj)
+static struct routefile *feed_file_rf_new(struct lcfibd *d, struct feed_file_job *j)
 {
-	struct feed_file_job *j = (struct feed_file_job *)wj;
 	struct routefile_opts o = {
 		.format = feed_file_format(j->format),
 		.family = AF_UNSPEC,
 		.skip_bad_lines = j->skip_bad,
 		.name = j->path,
 		.max_size = d->max_file_size,
-		.cancel = &wj->cancel,
+		.cancel = &j->job.cancel,
 		.claim = feed_file_claim,
 		.claim_ctx = d,
 	};
+
+	return routefile_new(&o);
+}
+
+/* Reads and parses the file of @j (a stream, a descriptor or its path) into j->rf. */
+static int feed_file_read(struct lcfibd *d, struct feed_file_job *j)
+{
+	j->rf = feed_file_rf_new(d, j);
+	if (!j->rf) {
+		err_set(&j->err, "%s: out of memory", j->path);
+		return -ENOMEM;
+	}
+	if (j->buf) {
+		int ret = routefile_feed(j->rf, j->buf, j->len, true);
+
+		if (ret == -ECANCELED)
+			err_set(&j->err, "%s: cancelled", j->path);
+		else if (ret)
+			err_set(&j->err, "%s: %s", j->path, strerror(-ret));
+		return ret;
+	}
+	if (j->fd >= 0)
+		return routefile_read_fd(j->rf, j->fd, &j->err);
+	/* A configured file: the config is root's (see rpc.c's rpc_load_open()). */
+	return routefile_read_file(j->rf, j->path, &j->err);
+}
+
+static void feed_file_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct feed_file_job *j = (struct feed_file_job *)wj;
 	struct feed_file_progress p = { d, j };
 
 	ingest_load_begin(d->ingest, wj, j->path);
-	ingest_load_phase(d->ingest, "parsing", 0, 0);
-	writer_kick(d->writer);
-	j->rf = routefile_new(&o);
-	if (!j->rf) {
-		j->ret = -errno;
-		err_set(&j->err, "%s: out of memory", j->path);
-		goto out;
-	}
-	if (j->buf) {
-		j->ret = routefile_feed(j->rf, j->buf, j->len, true);
-		if (j->ret == -ECANCELED)
-			err_set(&j->err, "%s: cancelled", j->path);
-		else if (j->ret)
-			err_set(&j->err, "%s: %s", j->path, strerror(-j->ret));
-	} else if (j->fd >= 0) {
-		j->ret = routefile_read_fd(j->rf, j->fd, &j->err);
-	} else {
-		/* A configured file: the config is root's (see rpc.c's rpc_load_open()). */
-		j->ret = routefile_read_file(j->rf, j->path, &j->err);
+	if (!j->rf) { /* not parsed by feed_file_parse() */
+		ingest_load_phase(d->ingest, "parsing", 0, 0);
+		writer_kick(d->writer);
+		j->ret = feed_file_read(d, j);
 	}
 	if (!j->ret)
 		j->ret = routefile_apply(j->rf, d->fib, feed_file_progress, &p, &j->res, &j->err);
-	j->lines = routefile_lines(j->rf);
-out:
+	j->lines = j->rf ? routefile_lines(j->rf) : 0;
 	j->duration_us = feed_file_now_us(&j->t0);
 	if (j->ret)
 		ingest_count(d->ingest, 0, feed_file_skipped(j) ? feed_file_skipped(j) : 1);
 	else
 		ingest_count(d->ingest, j->res.applied, feed_file_skipped(j));
 	ingest_load_end(d->ingest);
+}
+
+int feed_file_parse(struct lcfibd *d, struct feed_file_job *j)
+{
+	uint64_t bad;
+	const char *msg;
+	int ret = feed_file_read(d, j);
+
+	if (!ret && !j->skip_bad && (bad = routefile_bad_lines(j->rf)) > 0) {
+		/* What routefile_apply() would refuse the whole file for, said now. */
+		if (routefile_bad_line(j->rf, 0, NULL, NULL, &msg))
+			msg = "(not kept)";
+		if (bad == 1)
+			err_set(&j->err, "%s", msg);
+		else
+			err_set(&j->err, "%s: %llu bad lines, nothing applied; the first: %s",
+				j->path, (unsigned long long)bad, msg);
+		ret = -EINVAL;
+	}
+	if (ret) {
+		ingest_count(d->ingest, 0, feed_file_skipped(j) ? feed_file_skipped(j) : 1);
+		ingest_load_failed(d->ingest, j->err.msg);
+		log_err("load of %s refused: %s", j->path, j->err.msg);
+	}
+	return ret;
 }
 
 /* Loop thread: counts and logs the load, then gives it to the caller. */
@@ -210,6 +248,15 @@ static void feed_file_configured_done(struct lcfibd *d, struct feed_file_job *j)
 	feed_file_job_free(j);
 }
 
+void feed_file_submit_configured(struct lcfibd *d, struct feed_file_job *j)
+{
+	j->transient = true;
+	j->done = feed_file_configured_done;
+	feed_file_loaded_add(d, j->path);
+	log_info("loading configured route file %s", j->path);
+	feed_file_submit(d, j);
+}
+
 void feed_file_load_configured(struct lcfibd *d, const char *path, const char *format,
 			       bool skip_bad)
 {
@@ -219,9 +266,5 @@ void feed_file_load_configured(struct lcfibd *d, const char *path, const char *f
 		log_err("out of memory queueing %s", path);
 		return;
 	}
-	j->transient = true;
-	j->done = feed_file_configured_done;
-	feed_file_loaded_add(d, path);
-	log_info("loading configured route file %s", path);
-	feed_file_submit(d, j);
+	feed_file_submit_configured(d, j);
 }

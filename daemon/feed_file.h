@@ -49,6 +49,13 @@ struct feed_file_job {
 /* Loop thread: a load of @path (format NULL: auto). NULL with errno set. */
 struct feed_file_job *feed_file_job_new(const char *path, const char *format, bool skip_bad);
 void feed_file_job_free(struct feed_file_job *j);
+/*
+ * Loop thread: reads and parses @j's file now (then the writer only
+ * applies it), so that a config edit naming the file can fail with the
+ * file's own error: a bad line (unless skip_bad), or what reading it
+ * met. 0, or -errno with j->err set, counted and logged.
+ */
+int feed_file_parse(struct lcfibd *d, struct feed_file_job *j);
 /* Loop thread: queues @j for the writer. */
 void feed_file_submit(struct lcfibd *d, struct feed_file_job *j);
 /*
@@ -64,6 +71,8 @@ uint64_t feed_file_skipped(const struct feed_file_job *j);
  */
 void feed_file_load_configured(struct lcfibd *d, const char *path, const char *format,
 			       bool skip_bad);
+/* Loop thread: the same for @j, made by feed_file_job_new() (and maybe parsed); @j is taken. */
+void feed_file_submit_configured(struct lcfibd *d, struct feed_file_job *j);
 /* Loop thread: whether @path was loaded (or queued) already; a loaded file now is. */
 bool feed_file_loaded(const struct lcfibd *d, const char *path);
 void feed_file_loaded_add(struct lcfibd *d, const char *path);

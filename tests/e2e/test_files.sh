@@ -288,6 +288,86 @@ test_ctrl_c_cancels_a_streamed_load()
 e2e_init
 [ -r "$FULLVIEW_GZ" ] || e2e_skip_all "no full table at $FULLVIEW_GZ"
 
+# Issue 14, item 9: a route-files edit naming a file with a bad line fails
+# (lcfibctl exits 1) with the file's own error: file:line, the bad token,
+# app-tag route-file-error, nothing else of the file; the running config
+# and the FIB stay as they were. With skip-bad-lines the good lines load.
+test_a_route_file_edit_with_a_bad_line_fails_and_changes_nothing()
+{
+	local s cfg out bad=$T/bad.routes two=$T/two-bad.routes
+	have_cli || t_skip "lcfibctl is not built"
+	d_start ef || fail "lcfibd did not start"
+	s=$(d_sock ef)
+	printf 'route add 10.91.0.0/16 via 192.0.2.1\n' >"$T/good.routes"
+	expect_status 0 cli "$s" set route-files route-file "$T/good.routes"
+	wait_until "the good file is loaded" value_is "$s" /lcfib:lcfib/state/routes/ipv4 1
+	cfg=$(ctl "$s" get config)
+	printf '%s\n' 'route add 10.92.0.0/16 via 192.0.2.1' \
+		'route add 10.93.0.0/16 via 192.0.2.1 tokenX-bad' \
+		'route add 10.94.0.0/16 via 192.0.2.1 # restOfFile' >"$bad"
+	expect_status 1 cli "$s" set route-files route-file "$bad"
+	expect_match "$ERR" "$bad:2:[0-9]+: .*'tokenX-bad'.*route-file-error" "the edit's error"
+	expect_no_match "$ERR" '10\.92|10\.94|restOfFile' "the error quotes only the bad token"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the refused edit"
+	expect_no_match "$(cat "$(d_state ef)/lcfibd.json")" "bad.routes" "the config file"
+	expect_eq "$(cli "$s" routes)" "10.91.0.0/16 via 192.0.2.1 proto boot" "the FIB"
+	log_has ef "load of $bad refused: $bad:2:" || fail "the log does not say why"
+
+	# Several bad lines: how many, and the first.
+	printf '%s\n' 'route add 10.95.0.0/16 via' '10.96.0.0/40' >"$two"
+	expect_status 1 cli "$s" set route-files route-file "$two"
+	expect_match "$ERR" "$two: 2 bad lines, nothing applied; the first: $two:1:" "two bad lines"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the second refusal"
+
+	# Told to skip bad lines, the edit takes the file and its good lines load.
+	expect_status 0 cli "$s" set route-files route-file "$bad" skip-bad-lines true
+	wait_until "the good lines are loaded" value_is "$s" /lcfib:lcfib/state/routes/ipv4 3
+	expect_match "$(ctl "$s" get config)" "bad.routes" "the running config"
+	d_stop ef
+}
+
+# Issue 14, item 9: a static route the FIB refuses fails the edit with the
+# FIB's reason, and nothing of the edit stays: not its other routes, not
+# the deletes it made, not its entries in the config.
+test_a_static_route_the_fib_refuses_fails_the_edit_and_changes_nothing()
+{
+	local s cfg fib
+	have_cli || t_skip "lcfibctl is not built"
+	d_start es || fail "lcfibd did not start"
+	s=$(d_sock es)
+	expect_status 0 cli "$s" route add 10.8.0.0/16 via 192.0.2.1
+	expect_status 0 cli "$s" set static-routes route "10.13.0.0/16 via 192.0.2.1"
+	cfg=$(ctl "$s" get config)
+	fib=$(cli "$s" routes)
+	expect_match "$fib" "10.13.0.0/16 via 192.0.2.1" "the static route"
+
+	# A key the operator's runtime route holds.
+	expect_status 1 cli "$s" set static-routes route "10.8.0.0/16 via 192.0.2.9"
+	expect_match "$ERR" "static route '10.8.0.0/16 via 192.0.2.9': .*route exists.*operation-failed" \
+		"the edit's error"
+	# A nexthop id that does not exist.
+	expect_status 1 cli "$s" set static-routes route "10.5.0.0/16 nhid 77"
+	expect_match "$ERR" "nexthop id 77 does not exist" "the edit's error"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the refusals"
+	expect_eq "$(cli "$s" routes)" "$fib" "the FIB after the refusals"
+
+	# One edit: a good route, then a refused one: the good one is not kept.
+	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"static-routes":{"route":[
+		{"line":"10.12.0.0/16 via 192.0.2.1"},{"line":"10.5.0.0/16 nhid 77"}]}}}'
+	expect_match "$OUT" "nexthop id 77 does not exist" "the merge's error"
+	# One edit deleting an entry and adding a refused one: the deleted route comes back.
+	expect_status 1 ctl "$s" edit replace '{"lcfib:lcfib":{"static-routes":{"route":[
+		{"line":"10.5.0.0/16 nhid 77"}]}}}'
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the failed edits"
+	expect_eq "$(cli "$s" routes)" "$fib" "the FIB after the failed edits"
+
+	# Deleting an entry whose route the operator deleted already still works.
+	expect_status 0 cli "$s" route del 10.13.0.0/16
+	expect_status 0 cli "$s" delete static-routes route "10.13.0.0/16 via 192.0.2.1"
+	expect_no_match "$(ctl "$s" get config)" "10.13" "the running config"
+	d_stop es
+}
+
 t_run test_a_non_root_admin_cannot_read_roots_files_through_a_load
 t_run test_a_bad_line_is_quoted_cut_short
 t_run test_what_is_not_a_regular_file_is_refused_at_once
@@ -295,4 +375,6 @@ t_run test_a_file_over_max_route_file_size_is_refused
 t_run test_sigterm_during_a_long_load_ends_the_daemon_within_a_second
 t_run test_ctrl_c_cancels_a_load_of_a_file
 t_run test_ctrl_c_cancels_a_streamed_load
+t_run test_a_route_file_edit_with_a_bad_line_fails_and_changes_nothing
+t_run test_a_static_route_the_fib_refuses_fails_the_edit_and_changes_nothing
 t_summary

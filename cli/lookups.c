@@ -95,8 +95,9 @@ static int cli_lookups_done(struct cli *cli, const char *reply, const char *what
 	found = cli_out_u64(op, "found");
 	lyd_free_all(tree);
 	if (bad) {
-		cli_error(cli, NULL, NULL, "%s: %llu of %llu lines are not addresses (see 'error:' above)",
-			  what, (unsigned long long)bad, (unsigned long long)n);
+		cli_error(cli, NULL, NULL,
+			  "%s: %llu of %llu lines are not addresses (see 'error:' above)", what,
+			  (unsigned long long)bad, (unsigned long long)n);
 		return -EIO;
 	}
 	return one && !found ? CLI_ENOTFOUND : 0;

@@ -98,7 +98,8 @@ static void answer_path_json(struct answer_buf *b, const struct answer_route *r,
 	char p[ADDR_STRLEN], name[IF_NAMESIZE];
 
 	if (nh->gw_family) {
-		answer_fmt(b, "{\"gateway\":\"%s\"", inet_ntop(nh->gw_family, &nh->gw, p, sizeof(p)));
+		answer_fmt(b, "{\"gateway\":\"%s\"",
+			   inet_ntop(nh->gw_family, &nh->gw, p, sizeof(p)));
 		sep = ",";
 	}
 	if (nh->ifindex) {
@@ -128,8 +129,8 @@ void answer_route_json(struct answer_buf *b, const char *head, const struct answ
 	answer_fmt(b,
 		   "%s\"prefix\":\"%s\",\"table\":%u,\"type\":\"%s\",\"protocol\":%u,"
 		   "\"scope\":%u,\"metric\":%u",
-		   head, addr_prefix_format(&r->p, p, sizeof(p)), r->table,
-		   fib_rtype_name(r->type), r->proto, r->scope, r->metric);
+		   head, addr_prefix_format(&r->p, p, sizeof(p)), r->table, fib_rtype_name(r->type),
+		   r->proto, r->scope, r->metric);
 	if (r->nh_id)
 		answer_fmt(b, ",\"nexthop-id\":%u", r->nh_id);
 	for (unsigned int i = 0; i < r->n_paths; i++) {

@@ -358,21 +358,17 @@ static const char *cfg_child_value(const struct lyd_node *n, const char *name)
 }
 
 /*
- * The loads of the route files an edit adds: prepared (read and parsed)
- * by cfg_prepare_route_files(), queued by its apply, dropped by its abort.
- * Loop thread only, like the edit.
+ * The loads of the route files an edit adds (d->pending): prepared (read
+ * and parsed) by cfg_prepare_route_files(), queued by its apply, dropped
+ * by its abort.
  */
-static struct feed_file_job **cfg_rf_jobs;
-static unsigned int cfg_n_rf_jobs;
-
 static void cfg_abort_route_files(struct lcfibd *d)
 {
-	(void)d;
-	for (unsigned int i = 0; i < cfg_n_rf_jobs; i++)
-		feed_file_job_free(cfg_rf_jobs[i]);
-	free(cfg_rf_jobs);
-	cfg_rf_jobs = NULL;
-	cfg_n_rf_jobs = 0;
+	for (unsigned int i = 0; i < d->pending.n_rf_jobs; i++)
+		feed_file_job_free(d->pending.rf_jobs[i]);
+	free(d->pending.rf_jobs);
+	d->pending.rf_jobs = NULL;
+	d->pending.n_rf_jobs = 0;
 }
 
 /*
@@ -401,7 +397,7 @@ static int cfg_prepare_route_file(struct lcfibd *d, const struct lyd_node *rf, s
 	}
 	j = feed_file_job_new(path, cfg_child_value(rf, "format"),
 			      skip && strcmp(skip, "true") == 0);
-	v = j ? realloc(cfg_rf_jobs, (cfg_n_rf_jobs + 1) * sizeof(*v)) : NULL;
+	v = j ? realloc(d->pending.rf_jobs, (d->pending.n_rf_jobs + 1) * sizeof(*v)) : NULL;
 	if (!v) {
 		if (j)
 			feed_file_job_free(j);
@@ -409,8 +405,8 @@ static int cfg_prepare_route_file(struct lcfibd *d, const struct lyd_node *rf, s
 		lcfibd_err_set(e, CTL_TAG_RESOURCE, NULL, "%s: out of memory", path);
 		return -1;
 	}
-	cfg_rf_jobs = v;
-	cfg_rf_jobs[cfg_n_rf_jobs++] = j;
+	d->pending.rf_jobs = v;
+	d->pending.rf_jobs[d->pending.n_rf_jobs++] = j;
 	j->fd = fd; /* the job's now */
 	if (feed_file_parse(d, j)) {
 		lcfibd_err_set(e, CTL_TAG_ROUTE_FILE, lyd_path(rf, LYD_PATH_STD, xp, sizeof(xp)),
@@ -496,11 +492,11 @@ static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree,
 	(void)tree;
 	if (at_start)
 		return;
-	for (unsigned int i = 0; i < cfg_n_rf_jobs; i++)
-		feed_file_submit_configured(d, cfg_rf_jobs[i]);
-	free(cfg_rf_jobs);
-	cfg_rf_jobs = NULL;
-	cfg_n_rf_jobs = 0;
+	for (unsigned int i = 0; i < d->pending.n_rf_jobs; i++)
+		feed_file_submit_configured(d, d->pending.rf_jobs[i]);
+	free(d->pending.rf_jobs);
+	d->pending.rf_jobs = NULL;
+	d->pending.n_rf_jobs = 0;
 	cfg_load_files(d, true);
 }
 
@@ -750,13 +746,10 @@ static struct cfg_static_job *cfg_static_diff(char *const *from, unsigned int nf
 }
 
 /*
- * The static routes an edit makes running: prepared, and already in the
- * FIB, until apply makes them d->static_lines or abort takes them out.
- * Loop thread only, like the edit.
+ * The static routes an edit makes running (d->pending): prepared, and
+ * already in the FIB, until apply makes them d->static_lines or abort
+ * takes them out.
  */
-static char **cfg_static_next;
-static unsigned int cfg_static_n_next;
-static bool cfg_static_prepared;
 
 /*
  * An edit's static routes are applied here, before the commit: the edit
@@ -799,9 +792,9 @@ static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree, str
 			       CFG_TOP "/static-routes/route", "%s", j->err.msg);
 		return -1;
 	}
-	cfg_static_next = now;
-	cfg_static_n_next = n;
-	cfg_static_prepared = true;
+	d->pending.static_next = now;
+	d->pending.n_static_next = n;
+	d->pending.static_prepared = true;
 	return 0;
 }
 
@@ -819,12 +812,12 @@ static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool
 	struct cfg_static_job *j;
 
 	cfg_static_free(d);
-	if (!at_start && cfg_static_prepared) {
-		d->static_lines = cfg_static_next;
-		d->n_static = cfg_static_n_next;
-		cfg_static_next = NULL;
-		cfg_static_n_next = 0;
-		cfg_static_prepared = false;
+	if (!at_start && d->pending.static_prepared) {
+		d->static_lines = d->pending.static_next;
+		d->n_static = d->pending.n_static_next;
+		d->pending.static_next = NULL;
+		d->pending.n_static_next = 0;
+		d->pending.static_prepared = false;
 		return;
 	}
 	if (cfg_static_lines(tree, &d->static_lines, &d->n_static, &e)) {
@@ -844,18 +837,18 @@ static void cfg_abort_static(struct lcfibd *d)
 {
 	struct cfg_static_job *j;
 
-	if (!cfg_static_prepared)
+	if (!d->pending.static_prepared)
 		return;
-	j = cfg_static_diff(cfg_static_next, cfg_static_n_next, d->static_lines, d->n_static,
-			    false);
+	j = cfg_static_diff(d->pending.static_next, d->pending.n_static_next, d->static_lines,
+			    d->n_static, false);
 	if (j)
 		writer_submit(d->writer, &j->job);
 	else
 		log_err("static routes: out of memory: the FIB keeps those of a failed edit");
-	cfg_lines_free(cfg_static_next, cfg_static_n_next);
-	cfg_static_next = NULL;
-	cfg_static_n_next = 0;
-	cfg_static_prepared = false;
+	cfg_lines_free(d->pending.static_next, d->pending.n_static_next);
+	d->pending.static_next = NULL;
+	d->pending.n_static_next = 0;
+	d->pending.static_prepared = false;
 }
 
 static const struct cfg_handler cfg_handlers[] = {

@@ -24,6 +24,7 @@
 struct ctl_conn;
 struct ctl_rpcs;
 struct feed;
+struct feed_file_job;
 struct feed_fpm;
 struct http_ep;
 struct feed_kernel;
@@ -67,6 +68,18 @@ struct lcfibd {
 	/* the static routes applied (loop thread): their lines, in config order */
 	char **static_lines;
 	unsigned int n_static;
+	/*
+	 * Between a config edit's prepare and its apply or abort (cfg.c, loop
+	 * thread): the static routes it makes running, already in the FIB, and
+	 * the route files it adds, parsed and waiting for the writer.
+	 */
+	struct cfg_pending {
+		char **static_next;
+		unsigned int n_static_next;
+		bool static_prepared;
+		struct feed_file_job **rf_jobs;
+		unsigned int n_rf_jobs;
+	} pending;
 
 	/* the FIB; changed only by the writer */
 	struct fib *fib;

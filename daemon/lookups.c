@@ -71,8 +71,8 @@ static void lookups_answer(struct lcfibd *d, struct lookups *l, const struct add
 	char addr[ADDR_STRLEN], head[ADDR_STRLEN + 64];
 
 	fib_read_lock();
-	fr = l->given ? fib_match_rcu(d->fib, table, a, &p) :
-			fib_match_rules_rcu(d->fib, a, &p, &table);
+	fr = l->given ? fib_match_rcu(d->fib, table, a, &p)
+		      : fib_match_rules_rcu(d->fib, a, &p, &table);
 	if (fr)
 		answer_route_copy_rcu(&r, table, &p, fr, paths);
 	fib_read_unlock();
@@ -99,7 +99,8 @@ static void lookups_answer(struct lcfibd *d, struct lookups *l, const struct add
 	}
 }
 
-/* One line of input: an address answered, a bad line answered with why; blank and # lines skipped. */
+/* One line of input: an address answered, a bad line answered with why; blank and # lines skipped.
+ */
 static void lookups_line(struct lcfibd *d, struct lookups *l, const char *s, size_t n,
 			 bool too_long)
 {

@@ -135,7 +135,8 @@ static int rpc_route_out(struct lyd_node *parent, const struct answer_route *r)
 		if (answer_path_flags(p, buf, sizeof(buf)))
 			ret |= rpc_term(nh, "flags", "%s", buf);
 		if (p->flags & NH_F_SRC)
-			ret |= rpc_term(nh, "source", "%s", answer_path_src(r, p, buf, sizeof(buf)));
+			ret |= rpc_term(nh, "source", "%s",
+					answer_path_src(r, p, buf, sizeof(buf)));
 	}
 	return ret;
 }

@@ -38,6 +38,7 @@ declare -A EXPECT=(
 	['lcfibctl set sync-mem 16M']='0 '
 	['lcfibctl show state reclamation']='0 ^sync-mem +16 MiB$'
 	['lcfibctl lookup 192.0.2.1']='0 ^192\.0\.2\.0/24 dev lo'
+	['lcfibctl lookup -f addresses.txt']='0 ^192\.0\.2\.0/24 dev lo'
 	['lcfibctl route add 10.0.0.0/8 via 192.0.2.1 metric 20']='0 '
 	['lcfibctl show routes 10.0.0.0/8']='0 ^10\.0\.0\.0/8 via 192\.0\.2\.1 proto boot metric 20$'
 	['zcat table.gz | lcfibctl load -']='0 ^applied +1062046$'
@@ -54,6 +55,7 @@ declare -A EXPECT=(
 	['zcat fullview.routes.gz | lcfibctl load - format batch']='0 ^applied +1062046$'
 	['lcfibctl lookup 192.0.2.7']='0 ^192\.0\.2\.0/24 dev lo'
 	['lcfibctl show routes 10.0.0.0/8 limit 20']='0 ^10\.0\.0\.0/8 via 192\.0\.2\.1'
+	['cut -d, -f3 flows.csv | lcfibctl --json lookup - >flows.routes.jsonl']='0 '
 	['lcfibctl -j show state reclamation | jq -r '\''."lcfib:lcfib".state.reclamation."forced-waits"'\''']='0 ^[0-9]+$'
 	['lcfibctl set route-files route-file /etc/lcfib/static.routes skip-bad-lines true']='0 '
 	# lcfibd(8)
@@ -125,6 +127,10 @@ docs_setup()
 	tr -d '\r' <"$full" | awk '{ print "route add blackhole " $1 }' >"$T/docs/srv/fullview.routes" &&
 		gzip -c "$T/docs/srv/fullview.routes" >"$T/docs/work/fullview.routes.gz" || return 1
 	printf 'route add 10.9.0.0/16 via 192.0.2.9\n' >"$T/docs/etc/static.routes"
+	# The addresses the streamed lookups read.
+	printf '192.0.2.1\n2001:db8::1\n' >"$T/docs/work/addresses.txt"
+	printf '1733040000,198.51.100.1,192.0.2.7,443\n1733040001,198.51.100.2,8.8.8.8,53\n' \
+		>"$T/docs/work/flows.csv"
 	# The daemon of the examples: in a network namespace whose loopback is up.
 	cat >"$T/docs/wrap/lcfibd" <<EOF
 #!/bin/sh

@@ -745,6 +745,34 @@ static const struct ctl_rpc *ctl_rpc_find(const struct lcfibd *d, const char *na
 	return NULL;
 }
 
+/*
+ * The RPC a request (valid JSON) names with its first member,
+ * {"lcfib:NAME":...}, or NULL. Checked before libyang parses it: given
+ * data that is not an operation, lyd_parse_op() leaks what it parsed.
+ */
+static const struct ctl_rpc *ctl_rpc_named(const struct lcfibd *d, const char *payload)
+{
+	struct ctl_jp j = { .p = (const unsigned char *)payload };
+	const unsigned char *name;
+	char buf[64];
+	size_t n;
+
+	ctl_jp_ws(&j);
+	if (*j.p != '{')
+		return NULL;
+	j.p++;
+	ctl_jp_ws(&j);
+	name = j.p + 1;
+	if (!ctl_jp_string(&j))
+		return NULL;
+	n = (size_t)(j.p - 1 - name);
+	if (n <= 6 || n - 6 >= sizeof(buf) || memcmp(name, "lcfib:", 6))
+		return NULL;
+	memcpy(buf, name + 6, n - 6);
+	buf[n - 6] = '\0';
+	return ctl_rpc_find(d, buf);
+}
+
 static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
 		       const char *payload)
 {
@@ -764,6 +792,13 @@ static void ctl_do_rpc(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	if (!ctl_json_valid(payload, &at)) {
 		lcfibd_err_set(&e, CTL_TAG_MALFORMED, NULL, "rpc: the input is not JSON (byte %zu)",
 			       at + 1);
+		ctl_reply_error(d, c, h->id, &e);
+		goto out;
+	}
+	if (!ctl_rpc_named(d, payload)) {
+		lcfibd_err_set(&e, CTL_TAG_UNSUPPORTED, NULL,
+			       "rpc: the input names no operation of the lcfib module "
+			       "(it is {\"lcfib:NAME\":{...}}, NAME an RPC)");
 		ctl_reply_error(d, c, h->id, &e);
 		goto out;
 	}

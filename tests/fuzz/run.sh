@@ -117,7 +117,8 @@ frame()
 		$((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)) "$1" "$2" "$3"
 }
 
-# The control socket's seeds: one request of each kind, and a few in a row.
+# The control socket's seeds: one request of each kind, and a few in a row
+# (config data sent as an rpc: libyang leaked it before ctl.c checked the name).
 seed_ctl()
 {
 	local d=$tmp/corpus/fuzz_ctl i=0 f
@@ -134,6 +135,7 @@ seed_ctl()
 		"$(frame 3 0 '{"lcfib:lookups":{"table":"local","format":"json-lines"}}')$(frame 4 0 $'# c\r\n\n2001:db8::1')$(frame 1 2 '')" \
 		"$(frame 3 0 '{"lcfib:routes":{"format":"text"}}')$(frame 3 0 '{"lcfib:routes":{"format":"json-lines","limit":1}}')" \
 		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
+		"$(frame 3 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
 		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')"; do
 		# shellcheck disable=SC2059 # the frame is made of escapes for printf
 		printf "$f" >"$d/seed-$((i++))"

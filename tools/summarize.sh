@@ -44,7 +44,8 @@ for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
 		/^\[ RUN      \] / { name = $4; msg = "" }
 		(/^FAIL: / || /^\[  ERROR   \] --- /) && msg == "" { msg = substr($0, 1, 200) }
 		/^\[  FAILED  \] / && $5 != "test(s)," && !seen[$4]++ {
-			printf "# failed: %s %s: %s\n", lg, $4, ($4 == name ? msg : "?"); n++
+			m = $4 == name ? msg : ""
+			printf "# failed: %s %s: %s\n", lg, $4, (m != "" ? m : substr($0, 14)); n++
 		}
 		END { if (!n) printf "# failed: %s (no case named: it crashed or was killed)\n", lg }
 	' "$log"

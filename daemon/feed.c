@@ -1454,8 +1454,15 @@ static void feed_job_done(struct lcfibd *d, struct writer_job *wj)
 
 static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data, size_t len)
 {
-	struct feed_job *j = malloc(sizeof(*j) + len);
+	struct feed_job *j;
 
+	/*
+	 * The writer has stopped: lcfibd is exiting, and a feed closing its
+	 * peer (an FPM peer's sweep) changes a FIB that goes with it.
+	 */
+	if (!f->d->writer)
+		return 0;
+	j = malloc(sizeof(*j) + len);
 	if (!j) {
 		feed_error(f, &f->apply_errors, "out of memory queueing %zu bytes", len);
 		return -ENOMEM;

@@ -496,8 +496,9 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 	if (d->listen_fd >= 0 || d->conns)
 		ctl_close_all(d);
 	if (d->writer) {
-		writer_stop(d->writer);
 		/* Jobs that finished after the loop stopped: their clients are gone. */
+		writer_stop(d->writer);
+		d->writer = NULL; /* what the feeds ask for as they close is dropped (feed.c) */
 	}
 	/* The feeds' jobs have run: their sockets close and their books go, before the FIB. */
 	feed_kernel_stop(d);

@@ -238,10 +238,6 @@ static bool cli_child_true(const struct lyd_node *parent, const char *name)
 	return v && !strcmp(v, "true");
 }
 
-/*
- * A cut listing says so on stdout, where a script or a pager reads it, as
- * its last line; --json has "truncated": true in the document.
- */
 /* The count of a list entry's child @name, or "0". */
 static const char *cli_child_or_0(const struct lyd_node *parent, const char *name)
 {
@@ -273,7 +269,11 @@ static void cli_print_summary(const struct lyd_node *sum)
 	}
 }
 
-/* The routes came as lines (format text); the output ends them. */
+/*
+ * The routes came as lines (format text); the output ends them. A cut
+ * listing says so on stdout, where a script or a pager reads it, as its
+ * last line (JSON lines: on stderr, cli_rpc_output()).
+ */
 static void cli_print_routes(struct cli *cli, const struct lyd_node *rpc,
 			     const struct lyd_node *out)
 {

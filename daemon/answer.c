@@ -74,6 +74,14 @@ void answer_raw(struct answer_buf *b, const char *s)
 	answer_mem(b, s, strlen(s));
 }
 
+void answer_str(struct answer_buf *b, const char *s)
+{
+	size_t len = b->len;
+
+	ctl_json_str(&b->s, &b->len, &b->cap, s);
+	b->nomem |= b->len == len;
+}
+
 /* printf() onto @b (an answer's pieces are short: 256 bytes at most). */
 static void answer_fmt(struct answer_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -104,7 +112,7 @@ static void answer_path_json(struct answer_buf *b, const struct answer_route *r,
 	}
 	if (nh->ifindex) {
 		answer_fmt(b, "%s\"interface\":", sep);
-		ctl_json_str(&b->s, &b->len, &b->cap, ifname_name(nh->ifindex, name));
+		answer_str(b, ifname_name(nh->ifindex, name));
 		sep = ",";
 	}
 	if (r->n_paths > 1) {

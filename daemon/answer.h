@@ -43,6 +43,8 @@ const char *answer_path_src(const struct answer_route *r, const struct nh_path *
 			    size_t size);
 
 void answer_raw(struct answer_buf *b, const char *s);
+/* @s as a JSON string (ctl_json_str()); on want of memory @b->nomem is set. */
+void answer_str(struct answer_buf *b, const char *s);
 void answer_mem(struct answer_buf *b, const char *s, size_t n);
 /*
  * The route's fields as JSON members, after @head ("{" and what comes

@@ -683,7 +683,7 @@ static int cfg_static_lines(const struct lyd_node *tree, char ***lines, unsigned
 	if (lyd_find_xpath(tree, CFG_TOP "/static-routes/route", &set) != LY_SUCCESS)
 		return 0;
 	if (set->count && !(v = calloc(set->count, sizeof(*v)))) {
-		err_set(&err, "out of memory");
+		lcfibd_err_set(e, CTL_TAG_RESOURCE, CFG_TOP "/static-routes", "out of memory");
 		ret = -1;
 	}
 	for (uint32_t i = 0; !ret && i < set->count; i++) {
@@ -746,17 +746,13 @@ static struct cfg_static_job *cfg_static_diff(char *const *from, unsigned int nf
 }
 
 /*
- * The static routes an edit makes running (d->pending): prepared, and
- * already in the FIB, until apply makes them d->static_lines or abort
- * takes them out.
- */
-
-/*
  * An edit's static routes are applied here, before the commit: the edit
  * waits for the writer (behind the jobs queued before it) and fails with
  * the FIB's reason when it refuses an add, and then nothing of it stays
- * applied. At start (no running config yet, no writer) the lines are
- * only checked; apply adds them and a refusal is only logged.
+ * applied; the lines it makes running wait in d->pending for apply (or
+ * abort, which takes the routes out again). At start (no running config
+ * yet, no writer) the lines are only checked; apply adds them and a
+ * refusal is only logged.
  */
 static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
 {

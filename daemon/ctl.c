@@ -326,7 +326,8 @@ void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s)
 	(*out)[*len] = '\0';
 }
 
-void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s)
+/* ctl_json_str()'s twin for @s as it is (already JSON). */
+static void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -849,7 +850,7 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 	struct lcfibd_err e = { 0 };
 
 	if (!c->stream) {
-		ctl_bad_frame(d, c, h->id, "data without a load of '-' before it", false);
+		ctl_bad_frame(d, c, h->id, "data without a load of '-' or a lookups stream before it", false);
 		return;
 	}
 	if (h->type == CTL_END) {

@@ -21,11 +21,9 @@ struct writer_job;
 int ctl_listen(struct lcfibd *d);
 /*
  * Append @s to the JSON text *@out (*@len bytes in *@cap, NUL-terminated,
- * grown as needed): as it is (raw), or as a string, quoted, escaped, with
- * bytes that are not UTF-8 made U+FFFD (str). On want of memory the text
- * stays as it was.
+ * grown as needed) as a string, quoted, escaped, with bytes that are not
+ * UTF-8 made U+FFFD. On want of memory the text stays as it was.
  */
-void ctl_json_raw(char **out, size_t *len, size_t *cap, const char *s);
 void ctl_json_str(char **out, size_t *len, size_t *cap, const char *s);
 void ctl_close_all(struct lcfibd *d);
 /* Replies to @c (may be NULL: dropped). */

@@ -35,12 +35,14 @@ struct lookups {
 };
 
 /* A bad line's answer: its number and the bad token, made printable, never more. */
-static void lookups_bad(struct lookups *l, const char *tok, size_t n, bool too_long)
+static void lookups_bad(struct lcfibd *d, struct lookups *l, const char *tok, size_t n,
+			bool too_long)
 {
 	char msg[LOOKUPS_LINE_MAX + 96], clean[LOOKUPS_LINE_MAX + 1];
 	size_t i;
 
 	l->bad++;
+	d->ctl.bad_lookup_lines++;
 	for (i = 0; i < n && i < LOOKUPS_LINE_MAX; i++)
 		clean[i] = tok[i] >= 0x20 && tok[i] < 0x7f ? tok[i] : '?';
 	clean[i] = '\0';
@@ -57,7 +59,7 @@ static void lookups_bad(struct lookups *l, const char *tok, size_t n, bool too_l
 		return;
 	}
 	answer_raw(&l->out, "{\"lcfib:lookup\":{\"found\":false,\"error\":");
-	ctl_json_str(&l->out.s, &l->out.len, &l->out.cap, msg);
+	answer_str(&l->out, msg);
 	answer_raw(&l->out, "}}\n");
 }
 
@@ -99,8 +101,7 @@ static void lookups_answer(struct lcfibd *d, struct lookups *l, const struct add
 	}
 }
 
-/* One line of input: an address answered, a bad line answered with why; blank and # lines skipped.
- */
+/* A line of input: an address, answered; a bad line, answered with why; blank, # lines skipped. */
 static void lookups_line(struct lcfibd *d, struct lookups *l, const char *s, size_t n,
 			 bool too_long)
 {
@@ -118,14 +119,15 @@ static void lookups_line(struct lcfibd *d, struct lookups *l, const char *s, siz
 	if (!too_long && (!n || *s == '#'))
 		return;
 	l->answered++;
+	d->ctl.lookups++; /* counted as answered: a client that leaves early counts too */
 	if (too_long || n > LOOKUPS_LINE_MAX) {
-		lookups_bad(l, "", 0, true);
+		lookups_bad(d, l, "", 0, true);
 		return;
 	}
 	memcpy(tok, s, n);
 	tok[n] = '\0';
 	if (memchr(s, '\0', n) || addr_parse(tok, AF_UNSPEC, &a, &err))
-		lookups_bad(l, tok, n, false);
+		lookups_bad(d, l, tok, n, false);
 	else
 		lookups_answer(d, l, &a);
 }
@@ -193,6 +195,13 @@ static void lookups_end(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void 
 	l->out.len = 0;
 	if (l->tail_len || l->tail_long)
 		lookups_joined(d, l, "", 0);
+	if (l->out.nomem) {
+		struct lcfibd_err e = { 0 };
+
+		lcfibd_err_set(&e, CTL_TAG_FAILED, NULL, "out of memory answering lookups");
+		ctl_reply_error(d, c, id, &e);
+		return;
+	}
 	if (l->out.len)
 		ctl_reply_lines(d, c, id, l->out.s, l->out.len);
 	snprintf(reply, sizeof(reply),
@@ -200,8 +209,6 @@ static void lookups_end(struct lcfibd *d, struct ctl_conn *c, uint32_t id, void 
 		 "\",\"bad-lines\":\"%" PRIu64 "\"}}",
 		 l->answered, l->found, l->bad);
 	ctl_reply(d, c, id, reply);
-	d->ctl.lookups += l->answered;
-	d->ctl.bad_lookup_lines += l->bad;
 }
 
 static void lookups_free(void *ctx)

@@ -500,7 +500,10 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 		writer_stop(d->writer);
 		d->writer = NULL; /* what the feeds ask for as they close is dropped (feed.c) */
 	}
-	/* The feeds' jobs have run: their sockets close and their books go, before the FIB. */
+	/*
+	 * The feeds' jobs have run (what they ask for now is dropped): their
+	 * sockets close and their books go, before the FIB.
+	 */
 	feed_kernel_stop(d);
 	feed_fpm_stop(d);
 	http_ep_free(d->metrics);

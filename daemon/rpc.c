@@ -103,7 +103,7 @@ static int rpc_term(struct lyd_node *parent, const char *name, const char *fmt, 
 	return lyd_new_term(parent, NULL, name, buf, 1, NULL) == LY_SUCCESS ? 0 : -1;
 }
 
-/* A route as the forwarding path sees it, copied out of the read-side section. */
+/* A route copied out of the FIB, as the members of a libyang reply (@parent). */
 static int rpc_route_out(struct lyd_node *parent, const struct answer_route *r)
 {
 	char buf[ADDR_STRLEN];

@@ -12,13 +12,13 @@
 #include <grp.h>
 #include <libgen.h>
 #include <pwd.h>
-#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <urcu/uatomic.h>
 
 #include "daemon/cfg.h"
 #include "daemon/err.h"
@@ -311,14 +311,17 @@ static void cfg_apply_fpm(struct lcfibd *d, const struct lyd_node *tree, bool at
 	feed_fpm_apply(d);
 }
 
-/* metrics/{enabled,address,port}: the new listener opens in prepare, so a taken port fails the edit. */
+/* metrics/{enabled,address,port}: the new listener opens in prepare, so a taken port fails the
+ * edit. */
 static int cfg_prepare_metrics(struct lcfibd *d, const struct lyd_node *tree, struct lcfibd_err *e)
 {
-	const char *on = cfg_value(tree, "metrics/enabled"), *addr = cfg_value(tree, "metrics/address");
+	const char *on = cfg_value(tree, "metrics/enabled"),
+		   *addr = cfg_value(tree, "metrics/address");
 	const char *port = cfg_value(tree, "metrics/port");
 
 	return http_ep_prepare(d->metrics, on && strcmp(on, "true") == 0, addr ? addr : "127.0.0.1",
-			       (uint16_t)(port ? strtoul(port, NULL, 10) : 9717), !d->check_only, e);
+			       (uint16_t)(port ? strtoul(port, NULL, 10) : 9717), !d->check_only,
+			       e);
 }
 
 static void cfg_apply_metrics(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
@@ -359,8 +362,8 @@ static const char *cfg_child_value(const struct lyd_node *n, const char *name)
 
 /*
  * The loads of the route files an edit adds (d->pending): prepared (read
- * and parsed) by cfg_prepare_route_files(), queued by its apply, dropped
- * by its abort.
+ * and parsed) by cfg_prepare_route_files(), applied in the commit's job
+ * (cfg_commit_run()), dropped by the abort of a commit that failed before.
  */
 static void cfg_abort_route_files(struct lcfibd *d)
 {
@@ -421,9 +424,9 @@ static int cfg_prepare_route_file(struct lcfibd *d, const struct lyd_node *rf, s
  * before the commit: what would make its load fail for want of the file
  * or for a bad line (unless skip-bad-lines) fails the edit, with the
  * reason, instead of only in the log, and the config stays as it was.
- * The writer then applies the parsed file after the commit; a refusal
- * there (a route a feed holds) is the load's, in the log and in state
- * (ingest/last-load). The file must also be one the editing client may
+ * The writer then applies the parsed file in the commit's job: a refusal
+ * there (a route a feed holds) fails the edit too, as a load's, also in
+ * the log and in state (ingest/last-load). The file must also be one the editing client may
  * read: the daemon reads it with its own rights (root) at every start,
  * so here it is opened as the client (peer_open(); root's and our own
  * user's rights are the daemon's). At start a missing or bad file does
@@ -484,20 +487,15 @@ void cfg_load_route_files(struct lcfibd *d)
 }
 
 /*
- * A route file added to the config is loaded now (what prepare parsed is
- * only applied); at start main.c loads them all.
+ * The route files an edit adds were applied in its commit's job, before
+ * this; any other entry not loaded yet is loaded now. At start main.c
+ * loads them all.
  */
 static void cfg_apply_route_files(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
 	(void)tree;
-	if (at_start)
-		return;
-	for (unsigned int i = 0; i < d->pending.n_rf_jobs; i++)
-		feed_file_submit_configured(d, d->pending.rf_jobs[i]);
-	free(d->pending.rf_jobs);
-	d->pending.rf_jobs = NULL;
-	d->pending.n_rf_jobs = 0;
-	cfg_load_files(d, true);
+	if (!at_start)
+		cfg_load_files(d, true);
 }
 
 /* ------------------------------------------------------- static routes */
@@ -532,15 +530,14 @@ struct cfg_static_op {
 };
 
 /*
- * The static routes an edit changes, applied by the writer in one job.
- * An edit waits for it (@wait) and fails when an add is refused, and then
- * nothing stays applied; at start, and for an undo, no one waits and a
- * refusal is only logged.
+ * The static routes a commit changes, in one job of the writer: an
+ * edit's (@edit) runs inside the commit's job (struct cfg_commit), fails
+ * when an add is refused, and then nothing stays applied; at start, and
+ * for an undo, it runs alone and a refusal is only logged.
  */
 struct cfg_static_job {
 	struct writer_job job; /* first */
-	bool wait;             /* an edit waits: sem posted, undone on refusal */
-	sem_t sem;
+	bool edit;             /* an edit's: undone on refusal */
 	int ret;
 	struct errbuf err;
 	unsigned int n;
@@ -595,15 +592,13 @@ static void cfg_static_run(struct lcfibd *d, struct writer_job *wj)
 		int ret = cfg_static_op_run(d, op, op->del, &err);
 
 		op->done = !ret;
-		if (ret && !op->del && j->wait) {
+		if (ret && !op->del && j->edit) {
 			err_set(&j->err, "static route '%s': %s", op->line, err.msg);
 			j->ret = ret;
 			cfg_static_undo(d, j);
 			break;
 		}
 	}
-	if (j->wait)
-		sem_post(&j->sem);
 }
 
 static void cfg_static_job_free(struct cfg_static_job *j)
@@ -612,8 +607,6 @@ static void cfg_static_job_free(struct cfg_static_job *j)
 		return;
 	for (unsigned int i = 0; i < j->n; i++)
 		free(j->ops[i].line);
-	if (j->wait)
-		sem_destroy(&j->sem);
 	free(j);
 }
 
@@ -623,17 +616,13 @@ static void cfg_static_done(struct lcfibd *d, struct writer_job *wj)
 	cfg_static_job_free((struct cfg_static_job *)wj);
 }
 
-static struct cfg_static_job *cfg_static_job_new(unsigned int cap, bool wait)
+static struct cfg_static_job *cfg_static_job_new(unsigned int cap, bool edit)
 {
 	struct cfg_static_job *j = calloc(1, sizeof(*j) + cap * sizeof(j->ops[0]));
 
 	if (!j)
 		return NULL;
-	if (wait && sem_init(&j->sem, 0, 0)) {
-		free(j);
-		return NULL;
-	}
-	j->wait = wait;
+	j->edit = edit;
 	j->job.run = cfg_static_run;
 	j->job.done = cfg_static_done;
 	return j;
@@ -724,9 +713,9 @@ static bool cfg_static_has(char *const *lines, unsigned int n, const char *line)
  * memory (every line parsed before).
  */
 static struct cfg_static_job *cfg_static_diff(char *const *from, unsigned int nfrom,
-					      char *const *to, unsigned int nto, bool wait)
+					      char *const *to, unsigned int nto, bool edit)
 {
-	struct cfg_static_job *j = cfg_static_job_new(nfrom + nto, wait);
+	struct cfg_static_job *j = cfg_static_job_new(nfrom + nto, edit);
 	struct errbuf err;
 	int ret = 0;
 
@@ -746,10 +735,11 @@ static struct cfg_static_job *cfg_static_diff(char *const *from, unsigned int nf
 }
 
 /*
- * An edit's static routes are applied here, before the commit: the edit
- * waits for the writer (behind the jobs queued before it) and fails with
- * the FIB's reason when it refuses an add, and then nothing of it stays
- * applied; the lines it makes running wait in d->pending for apply (or
+ * An edit's static routes: prepare checks the lines and makes the job
+ * that takes the FIB to them (d->pending.static_job), which the writer
+ * runs in the commit's job (cfg_commit_run()); the edit fails with the
+ * FIB's reason when it refuses an add, and then nothing of it stays
+ * applied. The lines it makes running wait in d->pending for apply (or
  * abort, which takes the routes out again). At start (no running config
  * yet, no writer) the lines are only checked; apply adds them and a
  * refusal is only logged.
@@ -759,7 +749,6 @@ static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree, str
 	struct cfg_static_job *j;
 	char **now;
 	unsigned int n;
-	int ret;
 
 	if (cfg_static_lines(tree, &now, &n, e))
 		return -1;
@@ -773,21 +762,10 @@ static int cfg_prepare_static(struct lcfibd *d, const struct lyd_node *tree, str
 		lcfibd_err_set(e, CTL_TAG_RESOURCE, CFG_TOP "/static-routes", "out of memory");
 		return -1;
 	}
-	if (!j->n) {
+	if (!j->n)
 		cfg_static_job_free(j);
-		ret = 0;
-	} else {
-		writer_submit(d->writer, &j->job);
-		while (sem_wait(&j->sem) && errno == EINTR)
-			;
-		ret = j->ret; /* its done() frees it, later, on this thread */
-	}
-	if (ret) {
-		cfg_lines_free(now, n);
-		lcfibd_err_set(e, ret == -EBUSY ? CTL_TAG_BUSY : CTL_TAG_FAILED,
-			       CFG_TOP "/static-routes/route", "%s", j->err.msg);
-		return -1;
-	}
+	else
+		d->pending.static_job = j;
 	d->pending.static_next = now;
 	d->pending.n_static_next = n;
 	d->pending.static_prepared = true;
@@ -801,7 +779,7 @@ static void cfg_static_free(struct lcfibd *d)
 	d->n_static = 0;
 }
 
-/* At start the static routes are added now; after an edit's prepare they are in already. */
+/* At start the static routes are added now; after an edit, its commit job added them. */
 static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
 	struct lcfibd_err e = { 0 };
@@ -828,19 +806,31 @@ static void cfg_apply_static(struct lcfibd *d, const struct lyd_node *tree, bool
 	writer_submit(d->writer, &j->job);
 }
 
-/* The commit failed after prepare: the routes it added go, those it deleted come back. */
+/*
+ * The commit failed after prepare. Before its job ran (d->pending.static_job
+ * still there), or when the job undid itself, nothing is to undo; after
+ * it ran (the config could not be saved), the routes it added go and
+ * those it deleted come back.
+ */
 static void cfg_abort_static(struct lcfibd *d)
 {
 	struct cfg_static_job *j;
 
 	if (!d->pending.static_prepared)
 		return;
-	j = cfg_static_diff(d->pending.static_next, d->pending.n_static_next, d->static_lines,
-			    d->n_static, false);
-	if (j)
-		writer_submit(d->writer, &j->job);
-	else
-		log_err("static routes: out of memory: the FIB keeps those of a failed edit");
+	if (d->pending.static_job) {
+		cfg_static_job_free(d->pending.static_job);
+		d->pending.static_job = NULL;
+	} else if (!d->pending.static_undone) {
+		j = cfg_static_diff(d->pending.static_next, d->pending.n_static_next,
+				    d->static_lines, d->n_static, false);
+		if (j)
+			writer_submit(d->writer, &j->job);
+		else
+			log_err("static routes: out of memory: the FIB keeps those of a failed "
+				"edit");
+	}
+	d->pending.static_undone = false;
 	cfg_lines_free(d->pending.static_next, d->pending.n_static_next);
 	d->pending.static_next = NULL;
 	d->pending.n_static_next = 0;
@@ -1173,11 +1163,158 @@ fail:
 	return -1;
 }
 
-/* Makes @cand the running config: prepare, apply what changed; @cand is taken. */
-static int cfg_commit(struct lcfibd *d, struct lyd_node *cand, bool persist, struct lcfibd_err *e)
+/*
+ * A commit whose routes the writer applies: the edit's static routes,
+ * then the route files it adds, in one job, so that a refusal anywhere
+ * undoes the static routes before the commit ends.
+ */
+struct cfg_commit {
+	struct writer_job job; /* first */
+	struct lyd_node *cand;
+	bool which[CFG_N_HANDLERS];
+	bool persist;
+	struct cfg_edit *edit; /* the client's, or NULL (SIGHUP) */
+	struct cfg_static_job *statics;
+	struct feed_file_job **files;
+	unsigned int n_files;
+	/* the writer's result */
+	int ret;
+	unsigned int applied; /* files applied; the one refused is files[applied] */
+};
+
+static void cfg_commit_end(struct lcfibd *d, struct cfg_commit *cm, bool later);
+static void cfg_next(struct lcfibd *d);
+static int cfg_quote(const char *s, char *buf, size_t size);
+
+/* Writer thread: the static routes, then each route file; a refusal undoes the static routes. */
+static void cfg_commit_run(struct lcfibd *d, struct writer_job *wj)
+{
+	struct cfg_commit *cm = (struct cfg_commit *)wj;
+
+	if (cm->statics) {
+		cfg_static_run(d, &cm->statics->job);
+		cm->ret = cm->statics->ret;
+	}
+	while (!cm->ret && cm->applied < cm->n_files) {
+		struct feed_file_job *f = cm->files[cm->applied];
+
+		/* lcfibd exits: a load in progress ends at once. */
+		uatomic_or(&f->job.cancel, uatomic_read(&wj->cancel));
+		cm->ret = feed_file_apply(d, f);
+		if (!cm->ret)
+			cm->applied++;
+		else if (cm->statics)
+			cfg_static_undo(d, cm->statics);
+	}
+}
+
+/* Loop thread: the writer applied (or refused) the commit's routes; the commit ends. */
+static void cfg_commit_done(struct lcfibd *d, struct writer_job *wj)
+{
+	cfg_commit_end(d, (struct cfg_commit *)wj, true);
+}
+
+static void cfg_commit_free(struct cfg_commit *cm)
+{
+	for (unsigned int i = 0; i < cm->n_files; i++) {
+		if (cm->files[i])
+			feed_file_job_free(cm->files[i]);
+	}
+	free(cm->files);
+	cfg_static_job_free(cm->statics);
+	lyd_free_all(cm->cand);
+	free(cm);
+}
+
+/*
+ * The refusal of @cm's routes as the edit's error: the static route's, or
+ * the route file's (and which files it loaded before, which stay).
+ */
+static void cfg_commit_error(struct lcfibd *d, struct cfg_commit *cm, struct lcfibd_err *e)
+{
+	char xp[4200];
+	struct feed_file_job *f;
+	size_t len;
+
+	if (cm->statics && cm->statics->ret) {
+		lcfibd_err_set(e, cm->statics->ret == -EBUSY ? CTL_TAG_BUSY : CTL_TAG_FAILED,
+			       CFG_TOP "/static-routes/route", "%s", cm->statics->err.msg);
+		return;
+	}
+	f = cm->files[cm->applied];
+	if (cfg_quote(f->path, xp, sizeof(xp)))
+		xp[0] = '\0';
+	lcfibd_err_set(e, f->ret == -ECANCELED ? CTL_TAG_FAILED : CTL_TAG_ROUTE_FILE, NULL, "%s%s",
+		       f->ret == -ECANCELED ? "lcfibd is stopping: " : "", f->err.msg);
+	if (xp[0])
+		snprintf(e->path, sizeof(e->path), CFG_TOP "/route-files/route-file[path=%s]", xp);
+	for (unsigned int i = 0; i < cm->applied; i++) {
+		len = strlen(e->msg);
+		snprintf(e->msg + len, sizeof(e->msg) - len, "%s%s",
+			 i ? ", " : "; loaded before it and kept loaded, not configured: ",
+			 cm->files[i]->path);
+	}
+	(void)d;
+}
+
+/*
+ * Loop thread: ends @cm, whose routes are applied (or refused): saves and
+ * applies the config, or aborts it; tells whoever asked; then starts what
+ * waited for it. @later: not inside cfg_edit_submit().
+ */
+static void cfg_commit_end(struct lcfibd *d, struct cfg_commit *cm, bool later)
+{
+	struct lcfibd_err e = { 0 };
+	struct cfg_edit *ed = cm->edit;
+	int ret = cm->ret;
+
+	if (d->pending.inflight == cm)
+		d->pending.inflight = NULL;
+	if (ret)
+		cfg_commit_error(d, cm, &e);
+	/* The files applied count and log as loads; the one refused says why. */
+	for (unsigned int i = 0; i < cm->n_files; i++) {
+		if (i <= cm->applied && (i < cm->applied || cm->files[i]->ret))
+			feed_file_applied(d, cm->files[i]);
+		else
+			feed_file_job_free(cm->files[i]);
+		cm->files[i] = NULL;
+	}
+	if (ret) {
+		d->pending.static_undone = true; /* the job undid them */
+		cfg_abort(d, cm->which, CFG_N_HANDLERS);
+	} else if (cm->persist && cfg_persist(d, cm->cand, &e)) {
+		cfg_abort(d, cm->which, CFG_N_HANDLERS);
+		ret = -1;
+	} else {
+		lyd_free_all(d->running);
+		d->running = cm->cand;
+		cm->cand = NULL;
+		cfg_apply(d, cm->which, d->running, false);
+	}
+	if (ed)
+		ed->done(d, ed, ret ? -1 : 0, &e, later);
+	else if (ret)
+		log_err("reload of %s failed, the running config stays: %s%s%s", d->config_path,
+			e.msg, e.path[0] ? " at " : "", e.path);
+	else
+		log_notice("config reloaded from %s", d->config_path);
+	cfg_commit_free(cm);
+	if (later)
+		cfg_next(d);
+}
+
+/*
+ * Makes @cand the running config: prepare, apply what changed; @cand is
+ * taken. Returns 0 (done), 1 (the writer applies its routes: the commit
+ * ends in cfg_commit_end(), which tells @ed) or -1 with @e.
+ */
+static int cfg_commit(struct lcfibd *d, struct lyd_node *cand, bool persist, struct cfg_edit *ed,
+		      struct lcfibd_err *e)
 {
 	bool which[CFG_N_HANDLERS] = { false };
 	struct lyd_node *diff = NULL;
+	struct cfg_commit *cm;
 
 	if (lyd_diff_siblings(d->running, cand, LYD_DIFF_DEFAULTS, &diff) != LY_SUCCESS) {
 		lcfibd_err_from_ly(e, d->ly, "config diff");
@@ -1187,33 +1324,73 @@ static int cfg_commit(struct lcfibd *d, struct lyd_node *cand, bool persist, str
 	lyd_free_all(diff);
 	if (cfg_prepare(d, which, cand, e))
 		goto fail;
-	if (persist && cfg_persist(d, cand, e)) {
+	if (!d->pending.static_job && !d->pending.n_rf_jobs) {
+		/* Nothing for the writer: the commit ends now. */
+		if (persist && cfg_persist(d, cand, e)) {
+			cfg_abort(d, which, CFG_N_HANDLERS);
+			goto fail;
+		}
+		lyd_free_all(d->running);
+		d->running = cand;
+		cfg_apply(d, which, cand, false);
+		return 0;
+	}
+	cm = calloc(1, sizeof(*cm));
+	if (!cm) {
 		cfg_abort(d, which, CFG_N_HANDLERS);
+		lcfibd_err_set(e, CTL_TAG_RESOURCE, NULL, "out of memory");
 		goto fail;
 	}
-	lyd_free_all(d->running);
-	d->running = cand;
-	cfg_apply(d, which, cand, false);
-	return 0;
+	memcpy(cm->which, which, sizeof(which));
+	cm->cand = cand;
+	cm->persist = persist;
+	cm->edit = ed;
+	cm->statics = d->pending.static_job;
+	cm->files = d->pending.rf_jobs;
+	cm->n_files = d->pending.n_rf_jobs;
+	d->pending.static_job = NULL;
+	d->pending.rf_jobs = NULL;
+	d->pending.n_rf_jobs = 0;
+	cm->job.run = cfg_commit_run;
+	cm->job.done = cfg_commit_done;
+	d->pending.inflight = cm;
+	writer_submit(d->writer, &cm->job);
+	return 1;
 fail:
 	lyd_free_all(cand);
 	return -1;
 }
 
-void cfg_reload(struct lcfibd *d)
+/* The config file's, as SIGHUP asks: now, or after the edit being applied. */
+static void cfg_reload_now(struct lcfibd *d)
 {
 	struct lcfibd_err e = { 0 };
 	struct lyd_node *tree;
+	int ret;
 
-	if (cfg_read_file(d, &tree, &e) || cfg_complete(d, &tree, &e) ||
-	    cfg_commit(d, tree, false, &e)) {
+	ret = cfg_read_file(d, &tree, &e);
+	if (!ret)
+		ret = cfg_complete(d, &tree, &e);
+	if (!ret)
+		ret = cfg_commit(d, tree, false, NULL, &e);
+	else
+		lyd_free_all(tree);
+	if (ret < 0)
 		log_err("reload of %s failed, the running config stays: %s%s%s", d->config_path,
 			e.msg, e.path[0] ? " at " : "", e.path);
-		return;
-	}
-	log_notice("config reloaded from %s", d->config_path);
+	else if (ret == 0)
+		log_notice("config reloaded from %s", d->config_path);
 }
 
+void cfg_reload(struct lcfibd *d)
+{
+	if (d->pending.inflight) {
+		log_notice("the reload waits for the config edit being applied");
+		d->pending.reload = true;
+		return;
+	}
+	cfg_reload_now(d);
+}
 static int cfg_delete(struct lcfibd *d, struct lyd_node *cand, const char *xpath,
 		      struct lcfibd_err *e)
 {
@@ -1241,8 +1418,11 @@ static int cfg_delete(struct lcfibd *d, struct lyd_node *cand, const char *xpath
 	return 0;
 }
 
-int cfg_edit(struct lcfibd *d, unsigned int mode, const char *data, struct lcfibd_err *e)
+/* Makes the candidate of @ed and commits it: as cfg_commit() returns. */
+static int cfg_edit(struct lcfibd *d, struct cfg_edit *ed, struct lcfibd_err *e)
 {
+	unsigned int mode = ed->mode;
+	const char *data = ed->data;
 	struct lyd_node *cand = NULL, *edit = NULL;
 
 	if (mode != CTL_EDIT_REPLACE &&
@@ -1272,11 +1452,62 @@ int cfg_edit(struct lcfibd *d, unsigned int mode, const char *data, struct lcfib
 	edit = NULL;
 	if (cfg_complete(d, &cand, e))
 		goto fail;
-	return cfg_commit(d, cand, true, e);
+	return cfg_commit(d, cand, true, ed, e);
 fail:
 	lyd_free_all(edit);
 	lyd_free_all(cand);
 	return -1;
+}
+
+/* Starts @ed, whose turn it is; @later: not inside cfg_edit_submit(). */
+static void cfg_edit_start(struct lcfibd *d, struct cfg_edit *ed, bool later)
+{
+	struct lcfibd_err e = { 0 };
+	int ret;
+
+	if (!ed->job.conn) {
+		/* Its client went before its turn: nobody asks for it now. */
+		lcfibd_err_set(&e, CTL_TAG_FAILED, NULL, "the client went away");
+		ed->done(d, ed, -1, &e, later);
+		return;
+	}
+	d->editor = ed->editor; /* route files it adds must be files it may read */
+	ret = cfg_edit(d, ed, &e);
+	d->editor = NULL;
+	if (ret <= 0)
+		ed->done(d, ed, ret, &e, later);
+}
+
+/* Loop thread: after a commit the writer applied, what waited for it, in order. */
+static void cfg_next(struct lcfibd *d)
+{
+	while (!d->pending.inflight && d->pending.queue) {
+		struct cfg_edit *ed = d->pending.queue;
+
+		d->pending.queue = ed->next;
+		if (!d->pending.queue)
+			d->pending.queue_tail = &d->pending.queue;
+		if (d->stop)
+			ed->job.conn = NULL; /* lcfibd exits: no new work for the writer */
+		cfg_edit_start(d, ed, true);
+	}
+	if (!d->pending.inflight && d->pending.reload && !d->stop) {
+		d->pending.reload = false;
+		cfg_reload_now(d);
+	}
+}
+
+void cfg_edit_submit(struct lcfibd *d, struct cfg_edit *ed)
+{
+	ed->next = NULL;
+	if (d->pending.inflight || d->pending.queue) {
+		if (!d->pending.queue)
+			d->pending.queue_tail = &d->pending.queue;
+		*d->pending.queue_tail = ed;
+		d->pending.queue_tail = &ed->next;
+		return;
+	}
+	cfg_edit_start(d, ed, false);
 }
 
 /* Quotes @s for an XPath predicate: '...' unless it holds a quote. */
@@ -1290,38 +1521,76 @@ static int cfg_quote(const char *s, char *buf, size_t size)
 	return 0;
 }
 
+/* Adds to @tree the route-files entry of @path (quoted @q). */
+static LY_ERR cfg_route_file_entry(struct lcfibd *d, struct lyd_node *tree, const char *q,
+				   const char *format, bool skip_bad)
+{
+	char xp[4400];
+	LY_ERR ret;
+
+	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/format", q);
+	ret = lyd_new_path(tree, d->ly, xp, format, LYD_NEW_PATH_UPDATE, NULL);
+	if (ret != LY_SUCCESS)
+		return ret;
+	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/skip-bad-lines", q);
+	return lyd_new_path(tree, d->ly, xp, skip_bad ? "true" : "false", LYD_NEW_PATH_UPDATE,
+			    NULL);
+}
+
+/*
+ * The file is loaded already, so the commit has nothing for the writer
+ * and ends now, even while an edit is being applied: that edit's
+ * candidate gets the entry too, or its commit would drop it.
+ */
 int cfg_add_route_file(struct lcfibd *d, const char *path, const char *format, bool skip_bad,
 		       struct lcfibd_err *e)
 {
 	struct lyd_node *cand = NULL;
-	char q[4200], xp[4400];
+	char q[4200];
+	int ret;
 
 	if (cfg_quote(path, q, sizeof(q))) {
 		lcfibd_err_set(e, CTL_TAG_INVALID, NULL, "a path with both kinds of quote: %s",
 			       path);
 		return -1;
 	}
-	if (lyd_dup_siblings(d->running, NULL, LYD_DUP_RECURSIVE, &cand) != LY_SUCCESS)
-		goto ly_fail;
-	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/format", q);
-	if (lyd_new_path(cand, d->ly, xp, format, LYD_NEW_PATH_UPDATE, NULL) != LY_SUCCESS)
-		goto ly_fail;
-	snprintf(xp, sizeof(xp), CFG_TOP "/route-files/route-file[path=%s]/skip-bad-lines", q);
-	if (lyd_new_path(cand, d->ly, xp, skip_bad ? "true" : "false", LYD_NEW_PATH_UPDATE, NULL) !=
-	    LY_SUCCESS)
-		goto ly_fail;
-	if (cfg_complete(d, &cand, e))
-		goto fail;
-	return cfg_commit(d, cand, true, e);
-ly_fail:
-	lcfibd_err_from_ly(e, d->ly, "recording the route file");
-fail:
-	lyd_free_all(cand);
-	return -1;
+	if (lyd_dup_siblings(d->running, NULL, LYD_DUP_RECURSIVE, &cand) != LY_SUCCESS ||
+	    cfg_route_file_entry(d, cand, q, format, skip_bad) != LY_SUCCESS) {
+		lcfibd_err_from_ly(e, d->ly, "recording the route file");
+		lyd_free_all(cand);
+		return -1;
+	}
+	if (cfg_complete(d, &cand, e)) {
+		lyd_free_all(cand);
+		return -1;
+	}
+	ret = cfg_commit(d, cand, true, NULL, e);
+	if (ret > 0) { /* cannot be: its file is loaded (feed_file_loaded()) */
+		log_err("recording %s in the config loads it again", path);
+		ret = 0;
+	}
+	if (!ret && d->pending.inflight &&
+	    (cfg_route_file_entry(d, d->pending.inflight->cand, q, format, skip_bad) !=
+		     LY_SUCCESS ||
+	     lyd_validate_all(&d->pending.inflight->cand, d->ly, LYD_VALIDATE_NO_STATE, NULL) !=
+		     LY_SUCCESS))
+		log_err("%s is recorded now, but the config edit being applied will drop it: %s",
+			path, ly_errmsg(d->ly));
+	return ret;
 }
 
 void cfg_fini(struct lcfibd *d)
 {
+	/* Edits still waiting: their clients are gone (ctl_close_all()). */
+	while (d->pending.queue) {
+		struct cfg_edit *ed = d->pending.queue;
+		struct lcfibd_err e = { 0 };
+
+		d->pending.queue = ed->next;
+		ed->job.conn = NULL;
+		lcfibd_err_set(&e, CTL_TAG_FAILED, NULL, "lcfibd is stopping");
+		ed->done(d, ed, -1, &e, true);
+	}
 	cfg_static_free(d);
 	lyd_free_all(d->running);
 	d->running = NULL;

@@ -59,7 +59,7 @@
 #define CTL_OUT_MAX         (1u << 20)
 #define CTL_OUT_LOW         (256u << 10)
 #define CTL_STALL_S         10
-#define CTL_CONN_FDS    4 /* descriptors passed and not yet taken by a request */
+#define CTL_CONN_FDS        4 /* descriptors passed and not yet taken by a request */
 
 struct ctl_conn {
 	struct lcfibd_source src; /* first: epoll's data.ptr */
@@ -89,12 +89,12 @@ struct ctl_conn {
 	const struct ctl_sink *sink; /* a request whose input streams in */
 	void *sink_ctx;
 	uint32_t sink_id;
-	char *kbuf;               /* the data frame it is answering */
+	char *kbuf;              /* the data frame it is answering */
 	size_t klen, koff, kcap; /* its bytes, how far the answers are */
-	bool sink_end;      /* the end frame came */
-	time_t over_since; /* when unsent replies went over CTL_OUT_MAX (0: they are not) */
-	bool closing;      /* close once the replies are out */
-	bool dead;         /* the peer is gone: close at the end of this event */
+	bool sink_end;           /* the end frame came */
+	time_t over_since;       /* when unsent replies went over CTL_OUT_MAX (0: they are not) */
+	bool closing;            /* close once the replies are out */
+	bool dead;               /* the peer is gone: close at the end of this event */
 	struct ctl_conn *next;
 };
 
@@ -708,11 +708,40 @@ static void ctl_do_get(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hd
 	free(json);
 }
 
+/*
+ * Loop thread: the edit of a client ended. Its later frames waited for
+ * this reply (c->busy): they are served again; inside cfg_edit_submit()
+ * ctl_parse() goes on with them itself.
+ */
+static void ctl_edit_done(struct lcfibd *d, struct cfg_edit *ed, int ret,
+			  const struct lcfibd_err *e, bool later)
+{
+	struct ctl_conn *c = ed->job.conn;
+
+	if (ret)
+		log_info("config edit from pid %d refused: %s", c ? (int)c->pid : 0, e->msg);
+	else if (c)
+		log_notice("config changed by pid %d uid %u", (int)c->pid, (unsigned int)c->uid);
+	else
+		log_notice("config changed (its client has gone)");
+	if (c) {
+		if (ret)
+			ctl_reply_error(d, c, ed->job.req_id, e);
+		else
+			ctl_reply(d, c, ed->job.req_id, NULL);
+		c->busy = NULL;
+		if (later)
+			ctl_conn_settle(d, c);
+	}
+	free(ed->data);
+	free(ed);
+}
+
 static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_hdr *h,
 			const char *payload)
 {
 	struct lcfibd_err e = { 0 };
-	int ret;
+	struct cfg_edit *ed;
 
 	if (!ctl_may_edit(d, c, h->id, "changing the configuration"))
 		return;
@@ -720,16 +749,23 @@ static void ctl_do_edit(struct lcfibd *d, struct ctl_conn *c, const struct ctl_h
 		ctl_bad_frame(d, c, h->id, "edit mode is none of merge, replace, delete", false);
 		return;
 	}
-	d->editor = &c->peer; /* route files it adds must be files it may read */
-	ret = cfg_edit(d, h->flags, payload, &e);
-	d->editor = NULL;
-	if (ret) {
-		log_info("config edit from pid %d refused: %s", (int)c->pid, e.msg);
+	ed = calloc(1, sizeof(*ed));
+	if (ed)
+		ed->data = strdup(payload);
+	if (!ed || !ed->data) {
+		free(ed);
+		lcfibd_err_set(&e, CTL_TAG_RESOURCE, NULL, "out of memory");
 		ctl_reply_error(d, c, h->id, &e);
 		return;
 	}
-	log_notice("config changed by pid %d uid %u", (int)c->pid, (unsigned int)c->uid);
-	ctl_reply(d, c, h->id, NULL);
+	ed->job.conn = c;
+	ed->job.req_id = h->id;
+	ed->editor = &c->peer;
+	ed->mode = h->flags;
+	ed->done = ctl_edit_done;
+	/* Its next frames wait for the reply: after the edits before it, and the writer. */
+	c->busy = &ed->job;
+	cfg_edit_submit(d, ed);
 }
 
 void ctl_set_rpcs(struct lcfibd *d, const struct ctl_rpcs *rpcs)
@@ -850,7 +886,8 @@ static void ctl_do_stream(struct lcfibd *d, struct ctl_conn *c, const struct ctl
 	struct lcfibd_err e = { 0 };
 
 	if (!c->stream) {
-		ctl_bad_frame(d, c, h->id, "data without a load of '-' or a lookups stream before it", false);
+		ctl_bad_frame(d, c, h->id,
+			      "data without a load of '-' or a lookups stream before it", false);
 		return;
 	}
 	if (h->type == CTL_END) {
@@ -982,8 +1019,8 @@ static void ctl_dispatch(struct lcfibd *d, struct ctl_conn *c, const struct ctl_
 		d->ctl.requests++;
 	if ((c->stream || c->sink) && h->type != CTL_DATA && h->type != CTL_END) {
 		ctl_bad_frame(d, c, h->id,
-			      c->sink ? "a request in the middle of a stream of lookups" :
-					"a request in the middle of a streamed load",
+			      c->sink ? "a request in the middle of a stream of lookups"
+				      : "a request in the middle of a streamed load",
 			      true);
 		return;
 	}
@@ -1141,7 +1178,8 @@ static void ctl_read(struct lcfibd *d, struct ctl_conn *c)
 	if (n < 0 && errno == EAGAIN)
 		return;
 	if (n < 0 && errno == EPROTO) {
-		ctl_bad_frame(d, c, 0, "more descriptors passed than requests that take them", true);
+		ctl_bad_frame(d, c, 0, "more descriptors passed than requests that take them",
+			      true);
 		return;
 	}
 	if (n <= 0) {

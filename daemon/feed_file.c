@@ -155,6 +155,14 @@ int feed_file_parse(struct lcfibd *d, struct feed_file_job *j)
 	return ret;
 }
 
+int feed_file_apply(struct lcfibd *d, struct feed_file_job *j)
+{
+	feed_file_run(d, &j->job);
+	return j->ret;
+}
+
+static void feed_file_configured_done(struct lcfibd *d, struct feed_file_job *j);
+
 /* Loop thread: counts and logs the load, then gives it to the caller. */
 static void feed_file_done(struct lcfibd *d, struct writer_job *wj)
 {
@@ -248,7 +256,17 @@ static void feed_file_configured_done(struct lcfibd *d, struct feed_file_job *j)
 	feed_file_job_free(j);
 }
 
-void feed_file_submit_configured(struct lcfibd *d, struct feed_file_job *j)
+void feed_file_applied(struct lcfibd *d, struct feed_file_job *j)
+{
+	j->transient = true;
+	j->done = feed_file_configured_done;
+	if (!j->ret)
+		feed_file_loaded_add(d, j->path);
+	feed_file_done(d, &j->job);
+}
+
+/* A load of a configured file: @j, made by feed_file_job_new() (and maybe parsed), is taken. */
+static void feed_file_submit_configured(struct lcfibd *d, struct feed_file_job *j)
 {
 	j->transient = true;
 	j->done = feed_file_configured_done;

@@ -56,6 +56,17 @@ void feed_file_job_free(struct feed_file_job *j);
  * met. 0, or -errno with j->err set, counted and logged.
  */
 int feed_file_parse(struct lcfibd *d, struct feed_file_job *j);
+/*
+ * Writer thread: applies @j (parsed by feed_file_parse()) inside a job of
+ * the caller's (a config commit's): counted in state as a load. Returns
+ * j->ret. Then, on the loop thread, feed_file_applied().
+ */
+int feed_file_apply(struct lcfibd *d, struct feed_file_job *j);
+/*
+ * Loop thread: logs and counts what feed_file_apply() did to @j, records
+ * the file as loaded when it applied, and frees @j.
+ */
+void feed_file_applied(struct lcfibd *d, struct feed_file_job *j);
 /* Loop thread: queues @j for the writer. */
 void feed_file_submit(struct lcfibd *d, struct feed_file_job *j);
 /*
@@ -71,8 +82,6 @@ uint64_t feed_file_skipped(const struct feed_file_job *j);
  */
 void feed_file_load_configured(struct lcfibd *d, const char *path, const char *format,
 			       bool skip_bad);
-/* Loop thread: the same for @j, made by feed_file_job_new() (and maybe parsed); @j is taken. */
-void feed_file_submit_configured(struct lcfibd *d, struct feed_file_job *j);
 /* Loop thread: whether @path was loaded (or queued) already; a loaded file now is. */
 bool feed_file_loaded(const struct lcfibd *d, const char *path);
 void feed_file_loaded_add(struct lcfibd *d, const char *path);

@@ -21,6 +21,9 @@
 #include "lib/err.h"
 #include "lib/fib.h"
 
+struct cfg_commit;
+struct cfg_edit;
+struct cfg_static_job;
 struct ctl_conn;
 struct ctl_rpcs;
 struct feed;
@@ -64,21 +67,29 @@ struct lcfibd {
 	struct feed_kernel *kernel;
 	struct feed_fpm *fpm;
 	struct http_ep *metrics; /* the metrics endpoint (on or off) */
-	struct feed *feeds; /* every feed that has run, for feed_claim(); writer only */
+	struct feed *feeds;      /* every feed that has run, for feed_claim(); writer only */
 	/* the static routes applied (loop thread): their lines, in config order */
 	char **static_lines;
 	unsigned int n_static;
 	/*
-	 * Between a config edit's prepare and its apply or abort (cfg.c, loop
-	 * thread): the static routes it makes running, already in the FIB, and
-	 * the route files it adds, parsed and waiting for the writer.
+	 * A config commit (cfg.c, loop thread). Between its prepare and its
+	 * apply or abort: the static routes it makes running and the job
+	 * that changes the FIB to them, and the route files it adds, parsed.
+	 * Those go to the writer in one job (@inflight) and the commit ends
+	 * when it is done; edits that come meanwhile wait in @queue, and a
+	 * SIGHUP in @reload.
 	 */
 	struct cfg_pending {
 		char **static_next;
 		unsigned int n_static_next;
 		bool static_prepared;
+		bool static_undone; /* its job refused an add and undid itself */
+		struct cfg_static_job *static_job;
 		struct feed_file_job **rf_jobs;
 		unsigned int n_rf_jobs;
+		struct cfg_commit *inflight;
+		struct cfg_edit *queue, **queue_tail;
+		bool reload;
 	} pending;
 
 	/* the FIB; changed only by the writer */

@@ -368,6 +368,87 @@ test_a_static_route_the_fib_refuses_fails_the_edit_and_changes_nothing()
 	d_stop es
 }
 
+# Issue 14, item 9: a route file whose routes the FIB refuses when the
+# writer applies them (a key another source holds) fails the edit with the
+# FIB's reason, and nothing of the edit stays: not its static routes, not
+# the entry. A file of the same edit loaded before the refused one stays
+# loaded, not configured, and the error says so.
+test_a_route_file_the_fib_refuses_fails_the_edit_and_changes_nothing()
+{
+	local s cfg fib held=$T/held.routes good=$T/good2.routes
+	have_cli || t_skip "lcfibctl is not built"
+	d_start eh || fail "lcfibd did not start"
+	s=$(d_sock eh)
+	expect_status 0 cli "$s" route add 10.8.0.0/16 via 192.0.2.1
+	cfg=$(ctl "$s" get config)
+	fib=$(cli "$s" routes)
+	printf '%s\n' 'route add 10.21.0.0/16 via 192.0.2.1' 'route add 10.8.0.0/16 via 192.0.2.9' >"$held"
+	expect_status 1 cli "$s" set route-files route-file "$held"
+	expect_match "$ERR" "$held:2:.*route exists.*route-file-error" "the edit's error"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the refusal"
+	expect_eq "$(cli "$s" routes)" "$fib" "the FIB after the refusal"
+	expect_no_match "$(cat "$(d_state eh)/lcfibd.json" 2>/dev/null)" "held.routes" "the config file"
+
+	# With a static route in the same edit: the static route goes too.
+	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"static-routes":{"route":[
+		{"line":"10.14.0.0/16 via 192.0.2.1"}]},"route-files":{"route-file":[
+		{"path":"'"$held"'"}]}}}'
+	expect_match "$OUT" "route exists" "the merge's error"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the failed merge"
+	expect_eq "$(cli "$s" routes)" "$fib" "the FIB after the failed merge"
+
+	# Two files: the one applied before the refused one stays loaded, and the error says so.
+	printf 'route add 10.22.0.0/16 via 192.0.2.1\n' >"$good"
+	expect_status 1 ctl "$s" edit merge '{"lcfib:lcfib":{"route-files":{"route-file":[
+		{"path":"'"$good"'"},{"path":"'"$held"'"}]}}}'
+	expect_match "$OUT" "route exists.*loaded before it and kept loaded, not configured: $good" \
+		"the error names the file kept"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the running config after the two files"
+	expect_match "$(cli "$s" routes)" "10.22.0.0/16 via 192.0.2.1" "the file loaded before"
+
+	# Once the key is free, the same edit is taken.
+	expect_status 0 cli "$s" route del 10.8.0.0/16
+	expect_status 0 cli "$s" set route-files route-file "$held"
+	expect_match "$(cli "$s" routes)" "10.8.0.0/16 via 192.0.2.9" "the file's route"
+	expect_match "$(ctl "$s" get config)" "held.routes" "the running config"
+	d_stop eh
+}
+
+# An edit that changes the FIB waits for the writer behind a long load,
+# and its reply waits, but the daemon does not: other clients are
+# answered meanwhile. The proof is in one reply: state read while the
+# edit waits shows the load still applying.
+test_an_edit_waiting_for_the_writer_does_not_stall_other_clients()
+{
+	local s f lpid epid e2pid phase
+	have_cli || t_skip "lcfibctl is not built"
+	f=$(big_file) || fail "cannot write the big file"
+	start_plain_daemon ew
+	s=$(d_sock ew)
+	cli "$s" load "$f" transient true >/dev/null 2>&1 &
+	lpid=$!
+	wait_applying "$s"
+	cli "$s" set static-routes route "10.15.0.0/16 via 192.0.2.1" >"$T/ew.out" 2>&1 &
+	epid=$!
+	# Time for the daemon to take the edit (it waits behind the load then).
+	sleep 0.3
+	kill -0 "$epid" 2>/dev/null ||
+		t_skip "the load ended before the edit reached the daemon (a fast machine): nothing to compare"
+	phase=$(load_phase "$s")
+	expect_eq "$phase" applying "the load's phase, read while the edit waits"
+	expect_no_match "$(ctl "$s" get config)" "10.15.0.0" "the config while the edit waits"
+	# A second client's edit waits its turn, and is applied after the first.
+	cli "$s" set static-routes route "10.16.0.0/16 via 192.0.2.1" >"$T/ew2.out" 2>&1 &
+	e2pid=$!
+	wait "$epid" || fail "the edit failed: $(cat "$T/ew.out")"
+	wait "$e2pid" || fail "the second edit failed: $(cat "$T/ew2.out")"
+	expect_match "$(ctl "$s" get config)" "10.16.0.0/16 via 192.0.2.1" "the second edit"
+	wait "$lpid" || fail "the load failed"
+	expect_match "$(ctl "$s" get config)" "10.15.0.0/16 via 192.0.2.1" "the config after the edit"
+	expect_match "$(cli "$s" route get 10.15.1.1)" "10.15.0.0/16 via 192.0.2.1" "the static route"
+	d_stop ew
+}
+
 t_run test_a_non_root_admin_cannot_read_roots_files_through_a_load
 t_run test_a_bad_line_is_quoted_cut_short
 t_run test_what_is_not_a_regular_file_is_refused_at_once
@@ -377,4 +458,6 @@ t_run test_ctrl_c_cancels_a_load_of_a_file
 t_run test_ctrl_c_cancels_a_streamed_load
 t_run test_a_route_file_edit_with_a_bad_line_fails_and_changes_nothing
 t_run test_a_static_route_the_fib_refuses_fails_the_edit_and_changes_nothing
+t_run test_a_route_file_the_fib_refuses_fails_the_edit_and_changes_nothing
+t_run test_an_edit_waiting_for_the_writer_does_not_stall_other_clients
 t_summary

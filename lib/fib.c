@@ -115,12 +115,24 @@ void fib_bulk_begin(struct fib *f)
 		fib_table_set_bulk(f->tables->t[i], true);
 }
 
+/*
+ * Writer, at a quiet point (a bulk load's end, a flush, going idle): gives
+ * free slab chunks back when enough is free. What waits for its grace
+ * period (at most sync-mem) is left for a later trim.
+ */
+static void fib_mem_trim_if_due(struct fib *f)
+{
+	if (mem_trim_due(f->mem))
+		mem_trim(f->mem);
+}
+
 void fib_bulk_end(struct fib *f)
 {
 	if (!f->bulk || --f->bulk)
 		return;
 	for (unsigned int i = 0; i < f->tables->n; i++)
 		fib_table_set_bulk(f->tables->t[i], false);
+	fib_mem_trim_if_due(f);
 }
 
 /* Writer: the table, made if new. NULL when out of memory. */
@@ -248,6 +260,13 @@ void fib_reclaim_barrier(struct fib *f)
 void fib_reclaim_flush(struct fib *f)
 {
 	reclaim_flush(f->rc);
+	fib_mem_trim_if_due(f);
+}
+
+uint64_t fib_mem_trim(struct fib *f)
+{
+	reclaim_barrier(f->rc);
+	return mem_trim(f->mem);
 }
 
 /* ------------------------------------------------------------ route edits */
@@ -1092,6 +1111,7 @@ int fib_table_flush(struct fib *f, uint32_t table, int family)
 		if (ret)
 			return ret;
 	}
+	fib_mem_trim_if_due(f);
 	return 0;
 }
 

@@ -308,9 +308,20 @@ int fib_check(const struct fib *f, struct errbuf *err);
 void fib_reclaim_barrier(struct fib *f);
 /*
  * Writer, when it goes idle: hands the last few retired objects (staged by
- * the writer, at most 32 small ones) to the background thread to free.
+ * the writer, at most 32 small ones) to the background thread to free, and
+ * trims the allocator if enough of its memory is free (see fib_mem_trim();
+ * fib_bulk_end() and fib_table_flush() do the same).
  */
 void fib_reclaim_flush(struct fib *f);
+/*
+ * Writer: waits until everything retired is freed (a grace period), then
+ * gives the allocator's wholly free 64 KiB slab chunks back to the system
+ * (madvise MADV_DONTNEED; they are reused for any object size later) and
+ * glibc's free memory (malloc_trim). Takes time in proportion to the free
+ * slab objects (tens of ms after a full-table load). Returns the slab bytes
+ * given back; fib_get_state() counts them (mem.slab_released_bytes, trims).
+ */
+uint64_t fib_mem_trim(struct fib *f);
 
 /* Prints a route ("10.0.0.0/8 via 192.0.2.1 dev 3 proto static metric 20"). Reader. */
 void fib_route_format(const struct addr_prefix *p, const struct fib_route *r, char *buf,

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include <urcu/arch.h>
 #include <urcu/uatomic.h>
@@ -18,7 +23,19 @@
  * then misses the TLB far less. Objects of a node class that big get the
  * same treatment.
  */
-#define MEM_BLOCK_SIZE (2u * 1024 * 1024)
+#define MEM_BLOCK_SIZE       (2u * 1024 * 1024)
+#define MEM_CHUNKS_PER_BLOCK (MEM_BLOCK_SIZE / MEM_CHUNK_SIZE)
+#define MEM_CHUNK_SHIFT      16 /* log2(MEM_CHUNK_SIZE) */
+
+/*
+ * A trim runs by itself (mem_trim_due()) once the free slab bytes are more
+ * than a fifth of the slab memory held -- resident memory above 1.25x
+ * the live bytes -- and at least MEM_TRIM_STEP more than after the last
+ * trim, so a writer whose free memory lies scattered in chunks that still
+ * hold live objects does not walk its free lists over and over.
+ */
+#define MEM_TRIM_RATIO 5
+#define MEM_TRIM_STEP  (4u * 1024 * 1024)
 
 /*
  * Sanitizer builds send everything to malloc, so that ASan sees each
@@ -36,10 +53,23 @@ struct mem_free_obj {
 	struct mem_free_obj *next;
 };
 
-/* The head of every block; the blocks of a mem form a list for mem_destroy(). */
+/* What a chunk of a block holds: a size class is its index + 1. */
+enum {
+	MEM_CHUNK_UNCARVED = 0, /* not yet handed to a slab */
+	MEM_CHUNK_DOOMED = 0xfe, /* wholly free, being released by mem_trim() */
+	MEM_CHUNK_RELEASED = 0xff, /* given back to the system, in the pool */
+};
+
+/*
+ * A 2 MiB block, described outside itself so that each 64 KiB chunk is
+ * page aligned and can be given back whole. Writer only.
+ */
 struct mem_block {
-	struct mem_block *next;
-	uint64_t pad; /* keeps chunks 16-byte aligned */
+	char *base; /* MEM_BLOCK_SIZE aligned */
+	uint8_t chunk[MEM_CHUNKS_PER_BLOCK]; /* MEM_CHUNK_* or size class + 1 */
+	uint16_t nfree[MEM_CHUNKS_PER_BLOCK]; /* mem_trim()'s count of free objects */
+	unsigned int released;               /* chunks given back */
+	bool small_pages;                    /* huge pages declined: part is given back */
 };
 
 struct mem_slab {
@@ -58,6 +88,8 @@ struct mem_alloc_counts {
 	uint64_t bytes[MEM_CLASS_MAX];
 	uint64_t slab_bytes; /* served from slabs */
 	uint64_t chunk_bytes;
+	uint64_t released_bytes; /* chunks given back, not reused yet */
+	uint64_t trims, trimmed_bytes;
 };
 
 struct mem_free_counts { /* uatomic_add from any thread */
@@ -68,8 +100,13 @@ struct mem_free_counts { /* uatomic_add from any thread */
 
 struct mem {
 	struct mem_slab slab[MEM_NR_SIZES];
-	struct mem_block *blocks; /* writer only */
+	/* Writer only. */
+	struct mem_block *blocks; /* sorted by base */
+	unsigned int n_blocks, cap_blocks;
+	char **pool; /* released chunks, for any size class; room for every chunk */
+	unsigned int n_pool;
 	char *block_carve, *block_end;
+	uint64_t trim_mark; /* free slab bytes after the last trim, or fewer since */
 	struct mem_alloc_counts a __attribute__((aligned(64)));
 	struct mem_free_counts f __attribute__((aligned(64)));
 };
@@ -95,14 +132,12 @@ struct mem *mem_new(void)
 
 void mem_destroy(struct mem *m)
 {
-	struct mem_block *b, *next;
-
 	if (!m)
 		return;
-	for (b = m->blocks; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	for (unsigned int i = 0; i < m->n_blocks; i++)
+		free(m->blocks[i].base);
+	free(m->blocks);
+	free(m->pool);
 	free(m);
 }
 
@@ -126,29 +161,103 @@ static void *mem_huge_alloc(size_t size)
 #if MEM_SLAB_LIMIT
 static void mem_slab_free(struct mem *m, void *p, size_t size);
 
-/* Gives the slab a fresh chunk to carve from. */
-static int mem_slab_grow(struct mem *m, struct mem_slab *s)
+/* The block holding @p, which must be in one: a binary search by base. */
+static struct mem_block *mem_block_of(struct mem *m, const void *p)
 {
-	if (!m->block_carve || m->block_carve + MEM_CHUNK_SIZE > m->block_end) {
-		struct mem_block *b = mem_huge_alloc(MEM_BLOCK_SIZE);
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)(MEM_BLOCK_SIZE - 1);
+	unsigned int lo = 0, hi = m->n_blocks;
 
-		if (!b)
-			return -ENOMEM;
-		b->next = m->blocks;
-		m->blocks = b;
-		m->block_carve = (char *)(b + 1);
-		m->block_end = (char *)b + MEM_BLOCK_SIZE;
-		MEM_ADD(m->a.chunk_bytes, MEM_BLOCK_SIZE - sizeof(*b));
+	while (hi - lo > 1) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)m->blocks[mid].base <= base)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	s->carve = m->block_carve;
-	s->carve_end = m->block_carve + MEM_CHUNK_SIZE;
-	m->block_carve += MEM_CHUNK_SIZE;
+	return &m->blocks[lo];
+}
+
+static unsigned int mem_chunk_index(const struct mem_block *b, const void *p)
+{
+	return (unsigned int)(((const char *)p - b->base) >> MEM_CHUNK_SHIFT);
+}
+
+/* Room for one more block in the block table and the pool. */
+static int mem_blocks_reserve(struct mem *m)
+{
+	unsigned int cap = m->cap_blocks ? 2 * m->cap_blocks : 16;
+	struct mem_block *blocks;
+	char **pool;
+
+	if (m->n_blocks < m->cap_blocks)
+		return 0;
+	blocks = realloc(m->blocks, cap * sizeof(*blocks));
+	if (!blocks)
+		return -ENOMEM;
+	m->blocks = blocks;
+	pool = realloc(m->pool, (size_t)cap * MEM_CHUNKS_PER_BLOCK * sizeof(*pool));
+	if (!pool)
+		return -ENOMEM;
+	m->pool = pool;
+	m->cap_blocks = cap;
+	return 0;
+}
+
+/* A fresh block to carve chunks from, entered in the table in base order. */
+static int mem_block_add(struct mem *m)
+{
+	char *base;
+	unsigned int i;
+
+	if (mem_blocks_reserve(m) < 0)
+		return -ENOMEM;
+	base = mem_huge_alloc(MEM_BLOCK_SIZE);
+	if (!base)
+		return -ENOMEM;
+	for (i = m->n_blocks; i > 0 && m->blocks[i - 1].base > base; i--)
+		m->blocks[i] = m->blocks[i - 1];
+	m->blocks[i] = (struct mem_block){ .base = base };
+	m->n_blocks++;
+	m->block_carve = base;
+	m->block_end = base + MEM_BLOCK_SIZE;
+	MEM_ADD(m->a.chunk_bytes, MEM_BLOCK_SIZE);
+	return 0;
+}
+
+/* A chunk for slab @idx: a released one if any (its pages come back zeroed), else a new one. */
+static int mem_slab_grow(struct mem *m, unsigned int idx)
+{
+	struct mem_slab *s = &m->slab[idx];
+	struct mem_block *b;
+	char *c;
+
+	if (m->n_pool) {
+		c = m->pool[--m->n_pool];
+		b = mem_block_of(m, c);
+		MEM_ADD(m->a.released_bytes, -(uint64_t)MEM_CHUNK_SIZE);
+		if (!--b->released && b->small_pages) {
+			/* In use whole again: khugepaged may collapse it into a huge page. */
+			madvise(b->base, MEM_BLOCK_SIZE, MADV_HUGEPAGE);
+			b->small_pages = false;
+		}
+	} else {
+		if (m->block_carve == m->block_end && mem_block_add(m) < 0)
+			return -ENOMEM;
+		c = m->block_carve;
+		m->block_carve += MEM_CHUNK_SIZE;
+		b = mem_block_of(m, c);
+	}
+	b->chunk[mem_chunk_index(b, c)] = (uint8_t)(idx + 1);
+	s->carve = c;
+	s->carve_end = c + MEM_CHUNK_SIZE;
 	return 0;
 }
 
 static void *mem_slab_alloc(struct mem *m, size_t size)
 {
-	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
+	unsigned int idx = (unsigned int)(size / MEM_GRAIN - 1);
+	struct mem_slab *s = &m->slab[idx];
 	struct mem_free_obj *o = s->local;
 	void *p;
 
@@ -160,7 +269,7 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 			 * The tail of the old chunk that cannot hold one more object
 			 * stays unused: at most MEM_SLAB_MAX bytes per 64 KiB.
 			 */
-			if (mem_slab_grow(m, s) < 0)
+			if (mem_slab_grow(m, idx) < 0)
 				return NULL;
 		}
 	}
@@ -231,11 +340,192 @@ static void mem_slab_free(struct mem *m, void *p, size_t size)
 	}
 	uatomic_add(&m->f.slab_bytes, size);
 }
+
+/*
+ * Counts the free objects of @list per chunk; returns its last object
+ * (NULL when empty).
+ */
+static struct mem_free_obj *mem_trim_count(struct mem *m, struct mem_free_obj *list)
+{
+	struct mem_block *b = NULL;
+	struct mem_free_obj *last = NULL;
+
+	for (struct mem_free_obj *o = list; o; o = o->next) {
+		if (!b || (uintptr_t)o - (uintptr_t)b->base >= MEM_BLOCK_SIZE)
+			b = mem_block_of(m, o);
+		b->nfree[mem_chunk_index(b, o)]++;
+		last = o;
+	}
+	return last;
+}
+
+/* Objects carved so far from chunk @c of slab @idx. */
+static unsigned int mem_chunk_carved(const struct mem *m, const char *c, unsigned int idx)
+{
+	const struct mem_slab *s = &m->slab[idx];
+	size_t size = (idx + 1) * MEM_GRAIN;
+
+	if (s->carve_end == c + MEM_CHUNK_SIZE)
+		return (unsigned int)((size_t)(s->carve - c) / size);
+	return (unsigned int)(MEM_CHUNK_SIZE / size);
+}
+
+/*
+ * Marks MEM_CHUNK_DOOMED every chunk whose carved objects are all free,
+ * and the slabs that own one in @doomed; clears the counts. Returns how
+ * many chunks it marked.
+ */
+static unsigned int mem_trim_doom(struct mem *m, bool *doomed)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < m->n_blocks; i++) {
+		struct mem_block *b = &m->blocks[i];
+
+		for (unsigned int k = 0; k < MEM_CHUNKS_PER_BLOCK; k++) {
+			unsigned int st = b->chunk[k];
+
+			if (st >= 1 && st <= MEM_NR_SIZES &&
+			    b->nfree[k] == mem_chunk_carved(m, b->base + k * MEM_CHUNK_SIZE, st - 1)) {
+				b->chunk[k] = MEM_CHUNK_DOOMED;
+				doomed[st - 1] = true;
+				n++;
+			}
+			b->nfree[k] = 0;
+		}
+	}
+	return n;
+}
+
+/* Takes the objects of doomed chunks off slab @idx's list, and its carving chunk if doomed. */
+static void mem_trim_unlink(struct mem *m, unsigned int idx)
+{
+	struct mem_slab *s = &m->slab[idx];
+	struct mem_free_obj **pp = &s->local, *o;
+	struct mem_block *b = NULL;
+
+	while ((o = *pp)) {
+		if (!b || (uintptr_t)o - (uintptr_t)b->base >= MEM_BLOCK_SIZE)
+			b = mem_block_of(m, o);
+		if (b->chunk[mem_chunk_index(b, o)] == MEM_CHUNK_DOOMED)
+			*pp = o->next;
+		else
+			pp = &o->next;
+	}
+	if (s->carve_end) {
+		b = mem_block_of(m, s->carve_end - 1);
+		if (b->chunk[mem_chunk_index(b, s->carve_end - 1)] == MEM_CHUNK_DOOMED)
+			s->carve = s->carve_end = NULL;
+	}
+}
+
+/*
+ * Gives the doomed chunks of @b back to the system, a run of neighbours
+ * in one call, and pools them. A block given back in part declines huge
+ * pages, or khugepaged would fill its holes again; given back whole, it
+ * takes them again for its next use.
+ */
+static uint64_t mem_trim_release(struct mem *m, struct mem_block *b)
+{
+	uint64_t bytes = 0;
+	unsigned int k = 0, j;
+
+	while (k < MEM_CHUNKS_PER_BLOCK) {
+		if (b->chunk[k] != MEM_CHUNK_DOOMED) {
+			k++;
+			continue;
+		}
+		for (j = k; j < MEM_CHUNKS_PER_BLOCK && b->chunk[j] == MEM_CHUNK_DOOMED; j++) {
+			b->chunk[j] = MEM_CHUNK_RELEASED;
+			m->pool[m->n_pool++] = b->base + j * MEM_CHUNK_SIZE;
+		}
+		/* Failure (locked pages) leaves the pages resident; the chunks are reused all the same. */
+		madvise(b->base + k * MEM_CHUNK_SIZE, (j - k) * MEM_CHUNK_SIZE, MADV_DONTNEED);
+		b->released += j - k;
+		bytes += (j - k) * MEM_CHUNK_SIZE;
+		k = j;
+	}
+	if (bytes && b->released < MEM_CHUNKS_PER_BLOCK && !b->small_pages) {
+		madvise(b->base, MEM_BLOCK_SIZE, MADV_NOHUGEPAGE);
+		b->small_pages = true;
+	} else if (b->released == MEM_CHUNKS_PER_BLOCK && b->small_pages) {
+		madvise(b->base, MEM_BLOCK_SIZE, MADV_HUGEPAGE);
+		b->small_pages = false;
+	}
+	return bytes;
+}
+
+static uint64_t mem_slab_trim(struct mem *m)
+{
+	bool doomed[MEM_NR_SIZES] = { false };
+	uint64_t bytes = 0;
+
+	for (unsigned int i = 0; i < MEM_NR_SIZES; i++) {
+		struct mem_slab *s = &m->slab[i];
+		/* A full barrier: the pushes' stores are seen (as mem_slab_alloc()). */
+		struct mem_free_obj *remote = uatomic_xchg(&s->remote, NULL);
+		struct mem_free_obj *last = mem_trim_count(m, remote);
+
+		mem_trim_count(m, s->local);
+		if (last) {
+			last->next = s->local;
+			s->local = remote;
+		}
+	}
+	if (!mem_trim_doom(m, doomed))
+		return 0;
+	for (unsigned int i = 0; i < MEM_NR_SIZES; i++) {
+		if (doomed[i])
+			mem_trim_unlink(m, i);
+	}
+	for (unsigned int i = 0; i < m->n_blocks; i++)
+		bytes += mem_trim_release(m, &m->blocks[i]);
+	return bytes;
+}
 #endif
+
+/* Slab memory held (not given back), free in it, and live. */
+static void mem_slab_figures(const struct mem *m, uint64_t *held, uint64_t *free_bytes,
+			     uint64_t *live)
+{
+	uint64_t freed = uatomic_read(&m->f.slab_bytes);
+
+	cmm_smp_rmb(); /* frees first: a free is never counted before its allocation */
+	*live = uatomic_read(&m->a.slab_bytes) - freed;
+	*held = uatomic_read(&m->a.chunk_bytes) - uatomic_read(&m->a.released_bytes);
+	*free_bytes = *held > *live ? *held - *live : 0;
+}
+
+bool mem_trim_due(struct mem *m)
+{
+	uint64_t held, free_bytes, live;
+
+	mem_slab_figures(m, &held, &free_bytes, &live);
+	if (free_bytes < m->trim_mark)
+		m->trim_mark = free_bytes;
+	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= m->trim_mark + MEM_TRIM_STEP;
+}
+
+uint64_t mem_trim(struct mem *m)
+{
+	uint64_t bytes = 0, held, live;
+
+#if MEM_SLAB_LIMIT
+	bytes = mem_slab_trim(m);
+	MEM_ADD(m->a.released_bytes, bytes);
+	MEM_ADD(m->a.trimmed_bytes, bytes);
+#ifdef __GLIBC__
+	malloc_trim(0); /* the freed large nodes glibc keeps */
+#endif
+#endif
+	MEM_ADD(m->a.trims, 1);
+	mem_slab_figures(m, &held, &m->trim_mark, &live);
+	return bytes;
+}
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st)
 {
-	uint64_t slab_live, slab_freed;
+	uint64_t slab_live;
 
 	memset(st, 0, sizeof(*st));
 	for (int c = 0; c < MEM_CLASS_MAX; c++) {
@@ -250,10 +540,9 @@ void mem_get_stats(const struct mem *m, struct mem_stats *st)
 		st->cls[c].bytes = uatomic_read(&m->a.bytes[c]) - fb;
 		st->live_bytes += st->cls[c].bytes;
 	}
-	slab_freed = uatomic_read(&m->f.slab_bytes);
-	cmm_smp_rmb();
-	slab_live = uatomic_read(&m->a.slab_bytes) - slab_freed;
-	st->slab_bytes = uatomic_read(&m->a.chunk_bytes);
-	st->slab_free_bytes = st->slab_bytes > slab_live ? st->slab_bytes - slab_live : 0;
+	mem_slab_figures(m, &st->slab_bytes, &st->slab_free_bytes, &slab_live);
+	st->slab_released_bytes = uatomic_read(&m->a.released_bytes);
+	st->trims = uatomic_read(&m->a.trims);
+	st->trimmed_bytes = uatomic_read(&m->a.trimmed_bytes);
 	st->large_bytes = st->live_bytes > slab_live ? st->live_bytes - slab_live : 0;
 }

@@ -6,13 +6,17 @@
  * 64 KiB chunks: no per-object header, so a 24-byte leaf costs 24 bytes.
  * Larger ones come from malloc. Every allocation names its class, so the
  * daemon can say where its memory is (the spirit of BIRD's `show memory`).
+ * mem_trim() gives the chunks whose objects are all free back to the
+ * system (madvise MADV_DONTNEED) and keeps them for reuse by any size.
  *
  * Threads: mem_alloc() is for the one writer thread; mem_free() may be
- * called from any thread (the reclaimer frees what the writer retired).
+ * called from any thread (the reclaimer frees what the writer retired);
+ * mem_trim() and mem_trim_due() are the writer's too.
  */
 #ifndef LCFIB_MEM_H
 #define LCFIB_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +35,20 @@ void mem_destroy(struct mem *m);
 void *mem_alloc(struct mem *m, enum mem_class c, size_t size);
 /* Any thread. @size must be the size passed to mem_alloc(). */
 void mem_free(struct mem *m, enum mem_class c, void *p, size_t size);
+
+/*
+ * Writer. Gives back every slab chunk whose objects are all free (only
+ * objects past their grace period are on the free lists, so no reader can
+ * reach them), and malloc's free memory (glibc's malloc_trim). Walks the
+ * free lists: time in proportion to the free objects. Returns the bytes
+ * given back. In a malloc-only (sanitizer) build it only counts the call.
+ */
+uint64_t mem_trim(struct mem *m);
+/*
+ * Writer: whether a trim is worth its walk -- free slab bytes over a fifth
+ * of the slab memory held, and 4 MiB more than after the last trim.
+ */
+bool mem_trim_due(struct mem *m);
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st);
 const char *mem_class_name(enum mem_class c);

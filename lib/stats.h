@@ -34,6 +34,9 @@ struct mem_stats {
 	uint64_t slab_bytes;      /* slab chunks held (live + free objects) */
 	uint64_t slab_free_bytes; /* free objects inside slab chunks */
 	uint64_t large_bytes;     /* live objects served by malloc */
+	uint64_t slab_released_bytes; /* chunks given back to the system, not reused yet */
+	uint64_t trims;               /* trims run (fib_mem_trim(), bulk ends, flushes, idle) */
+	uint64_t trimmed_bytes;       /* chunk bytes given back by them, in all */
 };
 
 struct reclaim_stats {

@@ -887,6 +887,60 @@ static double dl_rate(struct dl_reader *r, struct bench *b, const uint8_t *gw, u
 	return (double)(c1 - c0) * 1e3 / (double)(now_ns() - t0);
 }
 
+/* One row of the trim table: before, after, and both per live byte. */
+static void print_trim_row(const char *name, uint64_t before, uint64_t after, uint64_t live0,
+			   uint64_t live1)
+{
+	printf("%-26s %10.1f %10.1f %9.2f %9.2f\n", name, (double)before / MIB, (double)after / MIB,
+	       live0 ? (double)before / (double)live0 : 0, live1 ? (double)after / (double)live1 : 0);
+}
+
+/*
+ * Resident memory against live bytes before and after fib_mem_trim() (the
+ * free slab chunks and glibc's free heap given back), with the huge pages
+ * and the IPv4 batch lookups after it: a chunk given back splits the huge
+ * page it was in. After the lookups, so that their rows above are the
+ * untrimmed trie's (lcfibd trims at the end of a bulk load).
+ */
+static void section_full_trim(struct bench *b, const struct fib_table *tb4)
+{
+	struct fib_state st[2];
+	uint64_t rss[2], anon[2], huge[2], t0, released, ns;
+
+	fib_reclaim_barrier(b->fib4);
+	fib_get_state(b->fib4, &st[0]);
+	rss[0] = rss_bytes();
+	anon_huge_bytes(&anon[0], &huge[0]);
+	t0 = now_ns();
+	released = fib_mem_trim(b->fib4);
+	ns = now_ns() - t0;
+	fib_get_state(b->fib4, &st[1]);
+	rss[1] = rss_bytes();
+	anon_huge_bytes(&anon[1], &huge[1]);
+	printf("trim: fib_mem_trim() after the full load (both families) and the lookups: "
+	       "%.1f ms, %.1f MiB of slab chunks given back\n",
+	       (double)ns / 1e6, (double)released / MIB);
+	printf("%-26s %10s %10s %9s %9s\n", "MiB", "before", "after", "/live", "/live");
+	print_trim_row("accounted (live)", st[0].mem.live_bytes, st[1].mem.live_bytes,
+		       st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("slab chunks held", st[0].mem.slab_bytes, st[1].mem.slab_bytes,
+		       st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("  of which free (slack)", st[0].mem.slab_free_bytes,
+		       st[1].mem.slab_free_bytes, st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("slab given back", st[0].mem.slab_released_bytes,
+		       st[1].mem.slab_released_bytes, st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("process RSS", rss[0], rss[1], st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("AnonHugePages", huge[0], huge[1], st[0].mem.live_bytes,
+		       st[1].mem.live_bytes);
+	for (int k = 0; k < ADDR_KINDS; k++) {
+		struct lk_fig f = lk_run(pass_lc4_batch, tb4, b->a4[k], b->n_addr4, b->passes);
+
+		printf("IPv4 %-16s fib_lookup4_batch_rcu: %.1f M/s before the trim, %.1f M/s "
+		       "after\n",
+		       addr_kind_name[k], b->lc4[k][API_BATCH].mps, f.mps);
+	}
+}
+
 /*
  * Writer interference: a reader thread looks up the inside-prefix
  * addresses in batches, idle for a second, then while the writer replaces
@@ -1100,6 +1154,8 @@ static int section_full(struct bench *b)
 	print_trie_stats(&ts4, &ts6);
 	printf("\n");
 	section_full_lookups(b, tb4, tb6);
+	printf("\n");
+	section_full_trim(b, tb4);
 	printf("\n");
 	section_full_during_load(b, tb4);
 	printf("\n");

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The allocator's trim (lib/mem.h): chunks whose objects are all free go
+ * back to the system (their pages are no longer resident), chunks that
+ * hold one live object stay, frees from another thread count, and given
+ * back chunks are reused by other sizes without touching live objects.
+ * In a malloc-only (sanitizer) build the trim gives nothing back and
+ * only counts itself.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lib/mem.h"
+
+#define CHUNK   (64u * 1024)
+#define OBJ     24u
+#define NR_OBJS 400000u /* 146.5 chunks of 24-byte objects, in 5 blocks */
+
+static uint64_t chunk_of(const void *p)
+{
+	return (uintptr_t)p / CHUNK;
+}
+
+static void fill(void *p, size_t size, uint64_t tag)
+{
+	uint64_t *w = p;
+
+	for (size_t i = 0; i < size / sizeof(*w); i++)
+		w[i] = tag * 0x9e3779b97f4a7c15u + i;
+}
+
+static bool holds(const void *p, size_t size, uint64_t tag)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < size / sizeof(*w); i++) {
+		if (w[i] != tag * 0x9e3779b97f4a7c15u + i)
+			return false;
+	}
+	return true;
+}
+
+static struct mem_stats stats(const struct mem *m)
+{
+	struct mem_stats st;
+
+	mem_get_stats(m, &st);
+	return st;
+}
+
+#ifndef LCFIB_MEM_MALLOC_ONLY
+/* Whether any page of the 64 KiB chunk at @c is resident. */
+static bool chunk_resident(const void *c)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char vec[CHUNK / 4096];
+	void *start = (void *)((uintptr_t)c / CHUNK * CHUNK);
+
+	assert_true(CHUNK / (size_t)page <= sizeof(vec));
+	assert_int_equal(mincore(start, CHUNK, vec), 0);
+	for (size_t i = 0; i < CHUNK / (size_t)page; i++) {
+		if (vec[i] & 1)
+			return true;
+	}
+	return false;
+}
+#endif
+
+struct objs {
+	struct mem *m;
+	void *p[NR_OBJS];
+	bool kept[NR_OBJS];
+};
+
+/* Fills NR_OBJS objects; frees every object of chunks with an even number, all but one of the rest.
+ */
+static struct objs *objs_alloc_and_free_pattern(bool free_here)
+{
+	struct objs *o = calloc(1, sizeof(*o));
+	uint64_t last = UINT64_MAX;
+
+	assert_non_null(o);
+	o->m = mem_new();
+	assert_non_null(o->m);
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		o->p[i] = mem_alloc(o->m, MEM_LEAF, OBJ);
+		assert_non_null(o->p[i]);
+		fill(o->p[i], OBJ, i);
+	}
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		uint64_t c = chunk_of(o->p[i]);
+
+		o->kept[i] = c % 2 && c != last; /* the first object of an odd chunk */
+		if (c % 2)
+			last = c;
+		if (!o->kept[i] && free_here)
+			mem_free(o->m, MEM_LEAF, o->p[i], OBJ);
+	}
+	return o;
+}
+
+#ifndef LCFIB_MEM_MALLOC_ONLY
+/* Chunks with no kept object: what a trim must give back. */
+static uint64_t objs_free_chunks(const struct objs *o)
+{
+	uint64_t n = 0, seen = UINT64_MAX;
+
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		uint64_t c = chunk_of(o->p[i]);
+
+		if (c % 2 == 0 && c != seen)
+			n++;
+		if (c % 2 == 0)
+			seen = c;
+	}
+	return n;
+}
+#endif
+
+static void objs_check_kept(const struct objs *o)
+{
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		if (o->kept[i])
+			assert_true(holds(o->p[i], OBJ, i));
+	}
+}
+
+static void objs_destroy(struct objs *o)
+{
+	mem_destroy(o->m);
+	free(o);
+}
+
+#ifndef LCFIB_MEM_MALLOC_ONLY
+static void test_mem_trim_gives_back_wholly_free_chunks_only(void **state)
+{
+	struct objs *o = objs_alloc_and_free_pattern(true);
+	uint64_t want = objs_free_chunks(o) * CHUNK;
+	struct mem_stats before = stats(o->m), after;
+	unsigned int freed_one = 0;
+
+	(void)state;
+	assert_true(want >= 8 * CHUNK);
+	assert_true(mem_trim_due(o->m));
+	assert_int_equal(mem_trim(o->m), want);
+	after = stats(o->m);
+	assert_int_equal(after.slab_released_bytes, want);
+	assert_int_equal(after.trimmed_bytes, want);
+	assert_int_equal(after.trims, 1);
+	assert_int_equal(after.slab_bytes, before.slab_bytes - want);
+	assert_int_equal(after.slab_free_bytes, before.slab_free_bytes - want);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+	assert_false(mem_trim_due(o->m));
+	/* The pages are gone; the chunks that keep an object are all there. */
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		if (chunk_of(o->p[i]) % 2 == 0 && !freed_one++)
+			assert_false(chunk_resident(o->p[i]));
+		if (o->kept[i])
+			assert_true(chunk_resident(o->p[i]));
+	}
+	objs_check_kept(o);
+	/* Nothing more to give back: a second trim walks and finds nothing. */
+	assert_int_equal(mem_trim(o->m), 0);
+	assert_int_equal(stats(o->m).trims, 2);
+	objs_destroy(o);
+}
+
+/* Given back chunks serve other sizes; nothing new lands on a kept object. */
+static void test_mem_trim_chunks_are_reused_by_any_size(void **state)
+{
+	struct objs *o = objs_alloc_and_free_pattern(true);
+	uint64_t released = mem_trim(o->m);
+	unsigned int n = (unsigned int)(released / 200);
+	void **q = calloc(n, sizeof(*q));
+	struct mem_stats st;
+
+	(void)state;
+	assert_non_null(q);
+	for (unsigned int i = 0; i < n; i++) {
+		q[i] = mem_alloc(o->m, MEM_TNODE, 200);
+		assert_non_null(q[i]);
+		fill(q[i], 200, NR_OBJS + i);
+	}
+	st = stats(o->m);
+	/* 327 objects of 200 bytes a chunk: every pooled chunk was taken (but a few). */
+	assert_true(st.slab_released_bytes <= released / 100);
+	assert_int_equal(st.trimmed_bytes, released);
+	objs_check_kept(o);
+	for (unsigned int i = 0; i < n; i++)
+		assert_true(holds(q[i], 200, NR_OBJS + i));
+	/* The 24-byte slab still works from its list and fresh chunks. */
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		if (!o->kept[i]) {
+			o->p[i] = mem_alloc(o->m, MEM_LEAF, OBJ);
+			assert_non_null(o->p[i]);
+			fill(o->p[i], OBJ, i);
+		}
+	}
+	for (unsigned int i = 0; i < NR_OBJS; i++)
+		assert_true(holds(o->p[i], OBJ, i));
+	for (unsigned int i = 0; i < n; i++)
+		assert_true(holds(q[i], 200, NR_OBJS + i));
+	free(q);
+	objs_destroy(o);
+}
+
+static void *free_not_kept(void *arg)
+{
+	struct objs *o = arg;
+
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		if (!o->kept[i])
+			mem_free(o->m, MEM_LEAF, o->p[i], OBJ);
+	}
+	return NULL;
+}
+
+/* The reclaimer's frees (another thread, the remote lists) are taken in. */
+static void test_mem_trim_takes_frees_of_other_threads(void **state)
+{
+	struct objs *o = objs_alloc_and_free_pattern(false);
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, free_not_kept, o), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(mem_trim(o->m), objs_free_chunks(o) * CHUNK);
+	objs_check_kept(o);
+	objs_destroy(o);
+}
+
+/* A chunk that holds one live object, or the carving chunk, with objects not yet freed, stays. */
+static void test_mem_trim_keeps_chunks_with_a_live_object(void **state)
+{
+	struct mem *m = mem_new();
+	void *p[CHUNK / 64];
+
+	(void)state;
+	assert_non_null(m);
+	for (unsigned int i = 0; i < CHUNK / 64; i++) {
+		p[i] = mem_alloc(m, MEM_NH, 64);
+		assert_non_null(p[i]);
+		fill(p[i], 64, i);
+	}
+	for (unsigned int i = 1; i < CHUNK / 64; i++)
+		mem_free(m, MEM_NH, p[i], 64);
+	assert_int_equal(mem_trim(m), 0);
+	assert_true(holds(p[0], 64, 0));
+	mem_free(m, MEM_NH, p[0], 64);
+	assert_int_equal(mem_trim(m), CHUNK);
+	assert_int_equal(stats(m).slab_released_bytes, CHUNK);
+	mem_destroy(m);
+}
+#else
+static void test_mem_trim_gives_nothing_back_without_slabs(void **state)
+{
+	struct objs *o = objs_alloc_and_free_pattern(true);
+
+	(void)state;
+	assert_int_equal(mem_trim(o->m), 0);
+	assert_int_equal(stats(o->m).trims, 1);
+	assert_int_equal(stats(o->m).slab_released_bytes, 0);
+	objs_check_kept(o);
+	/* Without slabs, mem_destroy() does not know the objects still held. */
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		if (o->kept[i])
+			mem_free(o->m, MEM_LEAF, o->p[i], OBJ);
+	}
+	objs_destroy(o);
+}
+#endif
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#ifndef LCFIB_MEM_MALLOC_ONLY
+		cmocka_unit_test(test_mem_trim_gives_back_wholly_free_chunks_only),
+		cmocka_unit_test(test_mem_trim_chunks_are_reused_by_any_size),
+		cmocka_unit_test(test_mem_trim_takes_frees_of_other_threads),
+		cmocka_unit_test(test_mem_trim_keeps_chunks_with_a_live_object),
+#else
+		cmocka_unit_test(test_mem_trim_gives_nothing_back_without_slabs),
+#endif
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -55,8 +55,8 @@ struct mem_free_obj {
 
 /* What a chunk of a block holds: a size class is its index + 1. */
 enum {
-	MEM_CHUNK_UNCARVED = 0, /* not yet handed to a slab */
-	MEM_CHUNK_DOOMED = 0xfe, /* wholly free, being released by mem_trim() */
+	MEM_CHUNK_UNCARVED = 0,    /* not yet handed to a slab */
+	MEM_CHUNK_DOOMED = 0xfe,   /* wholly free, being released by mem_trim() */
 	MEM_CHUNK_RELEASED = 0xff, /* given back to the system, in the pool */
 };
 
@@ -65,11 +65,11 @@ enum {
  * page aligned and can be given back whole. Writer only.
  */
 struct mem_block {
-	char *base; /* MEM_BLOCK_SIZE aligned */
-	uint8_t chunk[MEM_CHUNKS_PER_BLOCK]; /* MEM_CHUNK_* or size class + 1 */
+	char *base;                           /* MEM_BLOCK_SIZE aligned */
+	uint8_t chunk[MEM_CHUNKS_PER_BLOCK];  /* MEM_CHUNK_* or size class + 1 */
 	uint16_t nfree[MEM_CHUNKS_PER_BLOCK]; /* mem_trim()'s count of free objects */
-	unsigned int released;               /* chunks given back */
-	bool small_pages;                    /* huge pages declined: part is given back */
+	unsigned int released;                /* chunks given back */
+	bool small_pages;                     /* huge pages declined: part is given back */
 };
 
 struct mem_slab {
@@ -386,7 +386,8 @@ static unsigned int mem_trim_doom(struct mem *m, bool *doomed)
 			unsigned int st = b->chunk[k];
 
 			if (st >= 1 && st <= MEM_NR_SIZES &&
-			    b->nfree[k] == mem_chunk_carved(m, b->base + k * MEM_CHUNK_SIZE, st - 1)) {
+			    b->nfree[k] ==
+				    mem_chunk_carved(m, b->base + k * MEM_CHUNK_SIZE, st - 1)) {
 				b->chunk[k] = MEM_CHUNK_DOOMED;
 				doomed[st - 1] = true;
 				n++;
@@ -439,7 +440,8 @@ static uint64_t mem_trim_release(struct mem *m, struct mem_block *b)
 			b->chunk[j] = MEM_CHUNK_RELEASED;
 			m->pool[m->n_pool++] = b->base + j * MEM_CHUNK_SIZE;
 		}
-		/* Failure (locked pages) leaves the pages resident; the chunks are reused all the same. */
+		/* Failure (locked pages) leaves the pages resident; the chunks are reused all the
+		 * same. */
 		madvise(b->base + k * MEM_CHUNK_SIZE, (j - k) * MEM_CHUNK_SIZE, MADV_DONTNEED);
 		b->released += j - k;
 		bytes += (j - k) * MEM_CHUNK_SIZE;

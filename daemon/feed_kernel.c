@@ -15,8 +15,12 @@
  * route that an event deleted would otherwise come back with a dump
  * message read after the event. Replaying an event the dump already
  * reflects is harmless (an add of what is there, a delete of what is
- * not); events that wait on the socket when a dump is asked for are all
- * in it, so they are dropped instead.
+ * not). Events that wait on the socket when a dump is asked for are held
+ * too, not dropped: the kernel announces an IPv4 route's deletion before
+ * it takes the route out of its trie (fib_table_delete), and the IPv4
+ * dump runs under RCU alone, so a dump asked for after the event was read
+ * can still list the route. Held events are kept across a dump done
+ * again, and dropped only when they outgrow FEED_KERNEL_HELD_MAX.
  *
  * Resyncs. The kernel says when it dropped events (ENOBUFS: we leave
  * NETLINK_NO_ENOBUFS off to hear it), but it removes IPv4 routes without
@@ -83,8 +87,6 @@
 #define FEED_KERNEL_INTR_TRIES 3
 /* A dump that failed is tried again after this long. */
 #define FEED_KERNEL_RETRY_S 1
-/* Datagrams dropped at most before a dump: bounded, so that a storm of events cannot stall it. */
-#define FEED_KERNEL_DRAIN_MAX 100000
 
 /* A run of whole netlink messages, 4-byte aligned. */
 struct feed_kernel_buf {
@@ -132,7 +134,7 @@ struct feed_kernel {
 	struct timespec dump_started;
 
 	struct feed_kernel_buf batch;  /* read, for the writer */
-	struct feed_kernel_buf held;   /* events read while a dump runs */
+	struct feed_kernel_buf held;   /* events read since a dump was asked for */
 	struct feed_kernel_buf groups; /* nexthop groups: after every object they name */
 };
 
@@ -311,31 +313,6 @@ static ssize_t feed_kernel_recv(struct mnl_socket *nl, struct feed_kernel_buf *b
 static void feed_kernel_arm(struct feed_kernel *k, time_t s, long ns, const char *why);
 static void feed_kernel_dump(struct feed_kernel *k, bool resync);
 
-static void feed_kernel_take_events(struct feed_kernel *k, struct feed_kernel_buf *b, size_t n);
-
-/*
- * Drops the route messages waiting on the event socket (and a pending
- * ENOBUFS): they happened before the dump about to be asked for, which
- * reflects them. Link and address changes still count: the kernel sends
- * them before it drops the routes they take away, so the dump may not
- * reflect those yet.
- */
-static void feed_kernel_drain(struct feed_kernel *k)
-{
-	k->held.len = 0;
-	k->held_dropped = false;
-	for (unsigned int i = 0; i < FEED_KERNEL_DRAIN_MAX; i++) {
-		ssize_t n = feed_kernel_recv(k->ev, &k->held);
-
-		if (n == 0 ||
-		    (n < 0 && n != -ENOBUFS && n != -ENOSPC && n != -EINTR && n != -ESRCH))
-			break;
-		if (n > 0)
-			feed_kernel_take_events(k, &k->held, (size_t)n);
-		k->held.len = 0;
-	}
-}
-
 /* Asks the kernel to dump @type (RTM_GETNEXTHOP, RTM_GETROUTE) of @family. */
 static int feed_kernel_request(struct feed_kernel *k, uint16_t type, uint8_t family)
 {
@@ -426,9 +403,13 @@ static void feed_kernel_dump(struct feed_kernel *k, bool resync)
 		k->again_resync |= resync;
 		return;
 	}
-	/* What was read before goes first: the writer applies it before the mark. */
+	/*
+	 * What was read before goes first: the writer applies it before the
+	 * mark. What waits on the event socket is read from now on into the
+	 * held events, which go after the dump.
+	 */
 	feed_kernel_submit(k, &k->batch);
-	feed_kernel_drain(k);
+	k->held_dropped = false;
 	k->again = k->again_resync = false;
 	k->interrupted = false;
 	k->groups.len = 0;
@@ -460,8 +441,7 @@ static void feed_kernel_dump_done(struct feed_kernel *k)
 		/* A route the dump skipped would be swept: do it all again, then sweep. */
 		log_info("kernel feed: the kernel's tables changed under the dump: again");
 		k->intr_tries++;
-		k->held.len = 0;
-		feed_kernel_dump(k, false);
+		feed_kernel_dump(k, false); /* the held events go after it */
 		return;
 	}
 	/* Changes that never stop: sweep, and one more dump brings back what was skipped. */
@@ -473,8 +453,10 @@ static void feed_kernel_dump_done(struct feed_kernel *k)
 		 (long)((now.tv_sec - k->dump_started.tv_sec) * 1000 +
 			(now.tv_nsec - k->dump_started.tv_nsec) / 1000000));
 	if (k->again) {
-		/* Held events happened before the next dump's request: it has them. */
-		k->held.len = 0;
+		/*
+		 * The held events go after the next dump: one read before its
+		 * request may be a deletion the kernel has announced but not made.
+		 */
 		feed_kernel_dump(k, k->again_resync);
 		return;
 	}

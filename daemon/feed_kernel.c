@@ -18,9 +18,10 @@
  * not). Events that wait on the socket when a dump is asked for are held
  * too, not dropped: the kernel announces an IPv4 route's deletion before
  * it takes the route out of its trie (fib_table_delete), and the IPv4
- * dump runs under RCU alone, so a dump asked for after the event was read
- * can still list the route. Held events are kept across a dump done
- * again, and dropped only when they outgrow FEED_KERNEL_HELD_MAX.
+ * dump of a recent kernel takes no lock against it (RCU only), so a dump
+ * asked for after the event was read can still list the route. Held
+ * events are kept across a dump done again, and dropped only when they
+ * outgrow FEED_KERNEL_HELD_MAX.
  *
  * Resyncs. The kernel says when it dropped events (ENOBUFS: we leave
  * NETLINK_NO_ENOBUFS off to hear it), but it removes IPv4 routes without

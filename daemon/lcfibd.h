@@ -26,6 +26,7 @@ struct cfg_edit;
 struct cfg_static_job;
 struct ctl_conn;
 struct ctl_rpcs;
+struct dcache;
 struct feed;
 struct feed_file_job;
 struct feed_fpm;
@@ -95,6 +96,7 @@ struct lcfibd {
 	/* the FIB; changed only by the writer */
 	struct fib *fib;
 	struct writer *writer;
+	struct dcache *dcache; /* the destination caches of lookups (dcache.c) */
 
 	/* configuration (loop thread) */
 	struct ly_ctx *ly;

@@ -14,6 +14,7 @@
 
 #include "daemon/answer.h"
 #include "daemon/ctl.h"
+#include "daemon/dcache.h"
 #include "daemon/lcfibd.h"
 #include "daemon/lookups.h"
 #include "lib/ctl.h"
@@ -68,13 +69,14 @@ static void lookups_answer(struct lcfibd *d, struct lookups *l, const struct add
 	struct nh_path paths[NH_MAX_PATHS];
 	struct answer_route r;
 	const struct fib_route *fr;
+	struct fib_route cached;
 	struct addr_prefix p;
 	uint32_t table = l->table;
 	char addr[ADDR_STRLEN], head[ADDR_STRLEN + 64];
 
 	fib_read_lock();
-	fr = l->given ? fib_match_rcu(d->fib, table, a, &p)
-		      : fib_match_rules_rcu(d->fib, a, &p, &table);
+	fr = l->given ? dcache_match_rcu(d, table, a, &p, &cached)
+		      : dcache_match_rules_rcu(d, a, &p, &table, &cached);
 	if (fr)
 		answer_route_copy_rcu(&r, table, &p, fr, paths);
 	fib_read_unlock();

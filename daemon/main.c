@@ -21,6 +21,7 @@
 #include "config.h"
 #include "daemon/cfg.h"
 #include "daemon/ctl.h"
+#include "daemon/dcache.h"
 #include "daemon/feed_file.h"
 #include "daemon/feed_fpm.h"
 #include "daemon/feed_kernel.h"
@@ -507,6 +508,7 @@ static void shutdown_all(struct lcfibd *d, struct opts *o)
 	feed_kernel_stop(d);
 	feed_fpm_stop(d);
 	http_ep_free(d->metrics);
+	dcache_free(d); /* the writer has stopped and the loop reads no more */
 	if (d->fib) {
 		fib_reclaim_barrier(d->fib);
 		fib_destroy(d->fib);
@@ -562,7 +564,7 @@ int main(int argc, char **argv)
 	 */
 	d.ingest = ingest_new();
 	d.metrics = http_ep_new(&d, state_metrics);
-	if (!d.ingest || !d.metrics) {
+	if (!d.ingest || !d.metrics || dcache_init(&d)) {
 		log_err("out of memory");
 		goto out;
 	}

@@ -17,6 +17,7 @@
 #include "daemon/cfg.h"
 #include "daemon/answer.h"
 #include "daemon/ctl.h"
+#include "daemon/dcache.h"
 #include "daemon/err.h"
 #include "daemon/feed.h"
 #include "daemon/feed_file.h"
@@ -207,8 +208,10 @@ static int rpc_lookup(struct lcfibd *d, const struct lyd_node *op, char **reply,
 	fib_read_lock();
 	{
 		/* No table: the kernel's default rules (local, main, default), as `ip route get`. */
-		const struct fib_route *fr = given ? fib_match_rcu(d->fib, table, &a, &p) :
-						     fib_match_rules_rcu(d->fib, &a, &p, &table);
+		struct fib_route cached;
+		const struct fib_route *fr =
+			given ? dcache_match_rcu(d, table, &a, &p, &cached)
+			      : dcache_match_rules_rcu(d, &a, &p, &table, &cached);
 
 		if (fr) {
 			answer_route_copy_rcu(&r, table, &p, fr, paths);

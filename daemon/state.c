@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon/dcache.h"
 #include "daemon/feed.h"
 #include "daemon/feed_fpm.h"
 #include "daemon/feed_kernel.h"
@@ -357,6 +358,29 @@ static int state_http(struct lcfibd *d, struct lyd_node *st)
 	return ret;
 }
 
+static int state_cache(struct lcfibd *d, struct lyd_node *st)
+{
+	struct lyd_node *n = state_inner(st, "cache");
+	struct dcache_state s;
+	int ret;
+
+	if (!n)
+		return -1;
+	dcache_get_state(d, &s);
+	ret = state_term(n, "enabled", "%s", s.cfg.enabled ? "true" : "false");
+	ret |= state_term(n, "mode", "%s", cache_mode_name(s.cfg.mode));
+	ret |= state_u64(n, "size", s.cfg.size);
+	ret |= state_u64(n, "nr-scans", s.cfg.nr_scans);
+	ret |= state_u64(n, "caches", s.caches);
+	ret |= state_u64(n, "hits", s.st.hits);
+	ret |= state_u64(n, "misses", s.st.misses);
+	ret |= state_u64(n, "fills", s.st.fills);
+	ret |= state_u64(n, "evictions", s.st.evictions);
+	ret |= state_u64(n, "invalidations", s.st.invalidations);
+	ret |= state_u64(n, "rotations", s.st.rotations);
+	return ret;
+}
+
 int state_metrics(struct lcfibd *d, char **text, size_t *len)
 {
 	struct lyd_node *top = NULL, *st = NULL;
@@ -410,5 +434,6 @@ int state_build(struct lcfibd *d, struct lyd_node *top, const char *xpath)
 	ret |= state_feeds(d, st);
 	ret |= state_control(d, st);
 	ret |= state_http(d, st);
+	ret |= state_cache(d, st);
 	return ret ? -1 : 0;
 }

@@ -57,6 +57,10 @@ declare -A EXPECT=(
 	['lcfibctl show routes 10.0.0.0/8 limit 20']='0 ^10\.0\.0\.0/8 via 192\.0\.2\.1'
 	['cut -d, -f3 flows.csv | lcfibctl --json lookup - >flows.routes.jsonl']='0 '
 	['lcfibctl -j show state reclamation | jq -r '\''."lcfib:lcfib".state.reclamation."forced-waits"'\''']='0 ^[0-9]+$'
+	['lcfibctl set cache enabled true']='0 '
+	['lcfibctl set cache mode common']='0 '
+	['lcfibctl set cache size 1024']='0 '
+	['lcfibctl show state cache']='0 ^size +1024$'
 	['lcfibctl set route-files route-file /etc/lcfib/static.routes skip-bad-lines true']='0 '
 	# lcfibd(8)
 	['lcfibd -t && lcfibd -f -d debug']='lcfibd-fg 124 lcfibd notice: lcfibd .* serving on '

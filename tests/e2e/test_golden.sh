@@ -104,6 +104,7 @@ g lookup-ipv6-shorter-prefix lookup 2001:db8:2::1
 g lookup-ipv6-miss-in-table-200 lookup 2001:db8:1:2::5 table 200
 g show-trie show trie
 g show-state-routes show state routes
+g show-state-cache-disabled show state cache
 g show-feeds show feeds
 
 # Configuration.
@@ -145,11 +146,13 @@ g help help
 g help-lookup help lookup
 g help-route-add help route-add
 g help-set-feeds help set feeds
+g help-set-cache help set cache
 g help-show help show
 g error-help-of-an-unknown-command help bogus
 g complete-commands __complete ""
 g complete-set-feeds __complete set feeds ""
 g complete-log-levels __complete set log-level ""
+g complete-cache-modes __complete set cache mode ""
 g complete-lookup-keywords __complete lookup 1.2.3.4 ""
 g complete-nexthop-keywords __complete route-add 10.0.0.0/8 nexthop ""
 g complete-show-trie-family __complete show trie main ""
@@ -165,6 +168,9 @@ g error-set-log-level-unknown set log-level loud
 g error-set-route-file-relative set route-files route-file x.txt
 g error-set-fpm-port-without-a-value set feeds fpm port
 g error-set-fpm-port-0 set feeds fpm port 0
+g error-set-cache-size-0 set cache size 0
+g error-set-cache-nr-scans-200 set cache nr-scans 200
+g error-set-cache-mode-bogus set cache mode bogus
 g error-set-fpm-allowed-user-unknown set feeds fpm allowed-user no-such-user-lcfib
 g error-lookup-without-an-address lookup
 g error-lookup-short-address lookup 1.2.3

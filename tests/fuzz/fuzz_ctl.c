@@ -22,6 +22,7 @@
 
 #include "daemon/cfg.h"
 #include "daemon/ctl.h"
+#include "daemon/dcache.h"
 #include "daemon/http.h"
 #include "daemon/ingest.h"
 #include "daemon/lcfibd.h"
@@ -60,6 +61,7 @@ static struct lcfibd *fuzz_daemon(void)
 	FUZZ_ASSERT(d.ingest);
 	d.metrics = http_ep_new(&d, state_metrics); /* off: the config's default */
 	FUZZ_ASSERT(d.metrics);
+	FUZZ_ASSERT(dcache_init(&d) == 0); /* disabled: the config's default */
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
 	ly_log_options(LY_LOSTORE_LAST);
 	FUZZ_ASSERT(d.yang_dir);

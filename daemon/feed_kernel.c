@@ -20,8 +20,14 @@
  * it takes the route out of its trie (fib_table_delete), and the IPv4
  * dump of a recent kernel takes no lock against it (RCU only), so a dump
  * asked for after the event was read can still list the route. Held
- * events are kept across a dump done again, and dropped only when they
- * outgrow FEED_KERNEL_HELD_MAX.
+ * events are kept across a dump done again.
+ *
+ * Unless events were lost (ENOBUFS, or more held than
+ * FEED_KERNEL_HELD_MAX): the events held and queued then have a hole, and
+ * replaying one from before the hole could undo a change whose event fell
+ * in it (a delete replayed over the add that was lost). The next dump
+ * drops them instead, and one more dump follows its sweep, for the
+ * deletions announced but not yet made when they were dropped.
  *
  * Resyncs. The kernel says when it dropped events (ENOBUFS: we leave
  * NETLINK_NO_ENOBUFS off to hear it), but it removes IPv4 routes without
@@ -88,6 +94,8 @@
 #define FEED_KERNEL_INTR_TRIES 3
 /* A dump that failed is tried again after this long. */
 #define FEED_KERNEL_RETRY_S 1
+/* Datagrams dropped at most before a dump: bounded, so that a storm of events cannot stall it. */
+#define FEED_KERNEL_DRAIN_MAX 100000
 
 /* A run of whole netlink messages, 4-byte aligned. */
 struct feed_kernel_buf {
@@ -129,6 +137,8 @@ struct feed_kernel {
 	bool interrupted; /* the kernel's table changed under the dump (see feed_kernel_note) */
 	unsigned int intr_tries;
 	bool held_dropped; /* too many events held: the dump is done again */
+	bool again_lost;   /* events were lost: the next dump drops what is held and queued */
+	bool settle;       /* one more dump after this one's sweep (see the top) */
 	bool again, again_resync;
 	bool timer_armed, paused;
 	char timer_why[64]; /* why the timer will dump */
@@ -314,6 +324,31 @@ static ssize_t feed_kernel_recv(struct mnl_socket *nl, struct feed_kernel_buf *b
 static void feed_kernel_arm(struct feed_kernel *k, time_t s, long ns, const char *why);
 static void feed_kernel_dump(struct feed_kernel *k, bool resync);
 
+static void feed_kernel_take_events(struct feed_kernel *k, struct feed_kernel_buf *b, size_t n);
+
+/*
+ * Drops the held events and the route messages waiting on the event
+ * socket (and a pending ENOBUFS), after events were lost: the dump about
+ * to be asked for reflects them, and the dump after it the deletions not
+ * yet made. Link and address changes still count: the kernel sends them
+ * before it drops the routes they take away, so the dump may not reflect
+ * those yet.
+ */
+static void feed_kernel_drain(struct feed_kernel *k)
+{
+	k->held.len = 0;
+	for (unsigned int i = 0; i < FEED_KERNEL_DRAIN_MAX; i++) {
+		ssize_t n = feed_kernel_recv(k->ev, &k->held);
+
+		if (n == 0 ||
+		    (n < 0 && n != -ENOBUFS && n != -ENOSPC && n != -EINTR && n != -ESRCH))
+			break;
+		if (n > 0)
+			feed_kernel_take_events(k, &k->held, (size_t)n);
+		k->held.len = 0;
+	}
+}
+
 /* Asks the kernel to dump @type (RTM_GETNEXTHOP, RTM_GETROUTE) of @family. */
 static int feed_kernel_request(struct feed_kernel *k, uint16_t type, uint8_t family)
 {
@@ -407,9 +442,14 @@ static void feed_kernel_dump(struct feed_kernel *k, bool resync)
 	/*
 	 * What was read before goes first: the writer applies it before the
 	 * mark. What waits on the event socket is read from now on into the
-	 * held events, which go after the dump.
+	 * held events, which go after the dump; after a loss, it is dropped.
 	 */
 	feed_kernel_submit(k, &k->batch);
+	if (k->again_lost) {
+		feed_kernel_drain(k);
+		k->again_lost = false;
+		k->settle = true;
+	}
 	k->held_dropped = false;
 	k->again = k->again_resync = false;
 	k->interrupted = false;
@@ -446,7 +486,8 @@ static void feed_kernel_dump_done(struct feed_kernel *k)
 		return;
 	}
 	/* Changes that never stop: sweep, and one more dump brings back what was skipped. */
-	k->again |= k->interrupted;
+	k->again |= k->interrupted || k->settle;
+	k->settle = false;
 	k->intr_tries = 0;
 	feed_sync_end(k->feed);
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -744,6 +785,7 @@ static void feed_kernel_lost(struct feed_kernel *k, int err)
 	log_warn("kernel feed: events lost (%s, receive buffer %d bytes)", strerror(err), got);
 	feed_count(k->feed, FEED_ENOBUFS);
 	feed_set_error(k->feed, "events lost: %s", strerror(err));
+	k->again_lost = true;
 	feed_kernel_resync(k, "events were lost");
 }
 
@@ -754,6 +796,7 @@ static void feed_kernel_drop_held(struct feed_kernel *k)
 		 FEED_KERNEL_HELD_MAX);
 	feed_kernel_buf_free(&k->held);
 	k->held_dropped = true;
+	k->again_lost = true;
 	k->again = k->again_resync = true;
 }
 
@@ -840,6 +883,7 @@ static void feed_kernel_halt(struct feed_kernel *k)
 	k->timer_armed = k->paused = false;
 	k->phase = FEED_KERNEL_IDLE;
 	k->again = k->again_resync = k->interrupted = k->held_dropped = false;
+	k->again_lost = k->settle = false;
 	k->intr_tries = 0;
 	feed_kernel_buf_free(&k->batch);
 	feed_kernel_buf_free(&k->held);

@@ -365,9 +365,9 @@ const struct fib_route *dcache_match_rules_rcu(struct lcfibd *d, const struct ad
 					       struct addr_prefix *prefix, uint32_t *table,
 					       struct fib_route *buf)
 {
-	/* fib_match_rules_rcu()'s rules: local, main, then (IPv4) default. */
-	static const uint32_t rules[] = { FIB_TABLE_LOCAL, FIB_TABLE_MAIN, FIB_TABLE_DEFAULT };
-	size_t n = a->family == AF_INET ? 3 : 2;
+	/* fib_match_rules_rcu()'s tables, each through its cache. */
+	const uint32_t *rules;
+	size_t n = fib_rule_tables(a->family, &rules);
 
 	if (!d->dcache || !d->dcache->want.enabled)
 		return fib_match_rules_rcu(d->fib, a, prefix, table);

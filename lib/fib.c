@@ -1278,15 +1278,23 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
 	return r;
 }
 
-const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
-					    struct addr_prefix *prefix, uint32_t *table)
+size_t fib_rule_tables(int family, const uint32_t **tables)
 {
 	/*
 	 * The rules of a namespace nobody changed: `ip rule` 0, 32766 and
 	 * 32767; IPv6 has no rule for the default table (`ip -6 rule`).
 	 */
 	static const uint32_t rules[] = { FIB_TABLE_LOCAL, FIB_TABLE_MAIN, FIB_TABLE_DEFAULT };
-	size_t n = a->family == AF_INET ? 3 : 2;
+
+	*tables = rules;
+	return family == AF_INET ? 3 : 2;
+}
+
+const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
+					    struct addr_prefix *prefix, uint32_t *table)
+{
+	const uint32_t *rules;
+	size_t n = fib_rule_tables(a->family, &rules);
 
 	for (size_t i = 0; i < n; i++) {
 		const struct fib_route *r = fib_match_rcu(f, rules[i], a, prefix);

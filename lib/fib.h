@@ -261,6 +261,11 @@ const struct fib_route *fib_match_rcu(const struct fib *f, uint32_t table, const
  */
 const struct fib_route *fib_match_rules_rcu(const struct fib *f, const struct addr *a,
 					    struct addr_prefix *prefix, uint32_t *table);
+/*
+ * The tables fib_match_rules_rcu() asks for @family, in order, in
+ * *@tables; returns how many (3 for AF_INET, 2 for AF_INET6).
+ */
+size_t fib_rule_tables(int family, const uint32_t **tables);
 
 /*
  * Reader or writer: the routes of exactly @p in table @table (*@n of them,

@@ -440,8 +440,7 @@ static uint64_t mem_trim_release(struct mem *m, struct mem_block *b)
 			b->chunk[j] = MEM_CHUNK_RELEASED;
 			m->pool[m->n_pool++] = b->base + j * MEM_CHUNK_SIZE;
 		}
-		/* Failure (locked pages) leaves the pages resident; the chunks are reused all the
-		 * same. */
+		/* Failure (locked pages) leaves them resident: reused all the same. */
 		madvise(b->base + k * MEM_CHUNK_SIZE, (j - k) * MEM_CHUNK_SIZE, MADV_DONTNEED);
 		b->released += j - k;
 		bytes += (j - k) * MEM_CHUNK_SIZE;

@@ -25,7 +25,7 @@
 static const char *const state_mem_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nh",
 	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "hash",
-	[MEM_RECLAIM] = "reclaim",
+	[MEM_RECLAIM] = "reclaim", [MEM_FALLBACK] = "fallback",
 };
 
 static int state_term(struct lyd_node *parent, const char *name, const char *fmt, ...)
@@ -132,7 +132,8 @@ static int state_table(struct lyd_node *st, const struct fib_table *tb)
 	ret |= state_u64(n, "max-depth", ts.max_depth);
 	ret |= state_u64(n, "leaf-bytes", ts.leaf_bytes);
 	ret |= state_u64(n, "internal-node-bytes", ts.tnode_bytes);
-	ret |= state_u64(n, "bytes", ts.leaf_bytes + ts.tnode_bytes);
+	ret |= state_u64(n, "fallback-bytes", ts.fallback_bytes);
+	ret |= state_u64(n, "bytes", ts.leaf_bytes + ts.tnode_bytes + ts.fallback_bytes);
 	return ret;
 }
 

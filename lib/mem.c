@@ -117,7 +117,7 @@ struct mem {
 static const char *const mem_class_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nexthop",
 	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "nh-hash",
-	[MEM_RECLAIM] = "reclaim",
+	[MEM_RECLAIM] = "reclaim", [MEM_FALLBACK] = "fallback",
 };
 
 const char *mem_class_name(enum mem_class c)

@@ -18,6 +18,7 @@ enum mem_class {
 	MEM_TABLE,   /* tables and their tries */
 	MEM_HASH,    /* nexthop hash tables */
 	MEM_RECLAIM, /* bookkeeping of retired objects */
+	MEM_FALLBACK, /* the tries' root fallbacks (a table per root, lib/trie-tmpl.h) */
 	MEM_CLASS_MAX,
 };
 
@@ -66,6 +67,7 @@ struct trie_stats {
 	uint64_t null_pointers;                    /* empty ones */
 	uint64_t leaf_bytes;
 	uint64_t tnode_bytes;
+	uint64_t fallback_bytes; /* the root's fallback table, 8 bytes a root child */
 	uint64_t total_depth; /* sum of leaf depths (root = depth 1 for a lone leaf) */
 	unsigned int max_depth;
 };

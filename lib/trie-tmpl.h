@@ -70,8 +70,37 @@ struct tnode {
 	uintptr_t child[];       /* slots: see slot_node() */
 };
 
+/*
+ * The root's fallbacks: for each child index i of the root node, the first
+ * route of the longest prefix that covers the whole of child i's range and
+ * is no longer than the root's index (plen <= KEYLEN - pos), or 0. Such a
+ * prefix sits at the first key of some child j <= i, on j's child-0 chain.
+ * A lookup whose descent found nothing below the root takes its answer
+ * from here, one read, instead of backtracking through the root's 2^bits
+ * children, where random addresses spent most of their time.
+ *
+ * Kept by the writer for the root it names: rebuilt whole when the root
+ * node changes (the old table is retired before the old root), updated in
+ * place for the range of a leaf with such a prefix before that leaf is
+ * retired, so an entry never names a leaf reclamation may free. None in
+ * bulk mode, where the root is rebuilt at the end. Readers use a table only
+ * under the root it names, and only for keys inside that root: a key that
+ * differs in the root's skipped bits is not in child i's range, and only a
+ * prefix shorter than the root's range can cover it (such lookups, and
+ * those that descended another root, backtrack as the kernel does).
+ * Memory class MEM_FALLBACK.
+ */
+struct root_fb {
+	const struct tnode *root; /* the root node these entries are for */
+	TKEY key;                 /* its key, pos and bits: the keys inside it */
+	uint8_t pos, bits;
+	uintptr_t route[]; /* const struct fib_route * in a leaf, loaded as slots are */
+};
+
 struct TRIE {
-	uintptr_t root; /* a slot, as the children's */
+	uintptr_t root;     /* a slot, as the children's */
+	struct root_fb *fb; /* the root's fallbacks (rcu), or NULL */
+	bool fb_stale;      /* writer: the root changed since fb was built */
 	struct mem *mem;
 	struct reclaim *rc;
 	/* Writer-maintained counts; other threads read them with relaxed loads. */
@@ -168,10 +197,28 @@ static inline unsigned int slot_bits(uintptr_t s)
 	return (unsigned int)(s >> (SLOT_ADDR_BITS + 8));
 }
 
+/*
+ * A leaf's slot has bits 0 and, in the pos byte, the length of the leaf's
+ * longest prefix plus one (a leaf never changes: a new one replaces it). A
+ * lookup that came down without skipping a bit (each node's index right
+ * below its parent's, the root's at the top) to a node of pos p has a key
+ * that agrees with the leaf above p; if that longest prefix is no longer
+ * than KEYLEN - p it covers the key, and it is the answer (the slot holds
+ * only this leaf, and a longer prefix covering the key would be in it), so
+ * the lookup ends without reading the leaf: the route is at a known offset.
+ */
+static inline unsigned int slot_leaf_plen1(uintptr_t s)
+{
+	return slot_pos(s);
+}
+
 static inline uintptr_t node_slot(const struct node *n)
 {
 	if (!n)
 		return 0;
+	if (node_is_leaf(n))
+		return (uintptr_t)n | (uintptr_t)(((const struct leaf *)n)->r[0].plen + 1u)
+					      << SLOT_ADDR_BITS;
 	return (uintptr_t)n | (uintptr_t)n->pos << SLOT_ADDR_BITS |
 	       (uintptr_t)n->bits << (SLOT_ADDR_BITS + 8);
 }
@@ -358,13 +405,19 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 		SLEN_STORE(child_slen(tn)[i], n ? n->slen : 0);
 }
 
+static void fb_drop(struct TRIE *t);
+static void fb_build(struct TRIE *t);
+
 /* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
 static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
 {
-	if (tp)
+	if (tp) {
 		put_child(tp, get_index(key, &tp->n), n);
-	else
+	} else {
+		/* The fallbacks go first: the caller may retire the old root next. */
+		fb_drop(t);
 		slot_publish(&t->root, n);
+	}
 }
 
 static void node_set_parent(struct node *n, struct tnode *tp)
@@ -729,11 +782,199 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 
 	t->deferred = on;
 	t->finger = NULL;
-	if (!on && root && !node_is_leaf(root)) {
+	if (on) {
+		/* Kept in place, they would be set again for every prefix the load adds. */
+		fb_drop(t);
+		return;
+	}
+	if (root && !node_is_leaf(root)) {
 		t->top_down = true;
 		rebalance_subtree(t, node_tnode(root));
 		t->top_down = false;
 	}
+	if (!t->fb)
+		fb_build(t);
+}
+
+/* ------------------------------------------------- the root's fallbacks */
+
+static inline size_t fb_size(unsigned int bits)
+{
+	return sizeof(struct root_fb) + (sizeof(uintptr_t) << bits);
+}
+
+/* Writer: the length of the shortest prefix of @l a fallback of @root can name, or -1. */
+static int fb_plen(const struct tnode *root, const struct leaf *l)
+{
+	unsigned int plen;
+
+	if (!l)
+		return -1;
+	plen = l->r[l->n.nr - 1].plen;
+	return plen + root->n.pos <= KEYLEN ? (int)plen : -1;
+}
+
+/* Writer: the leaf of exactly @key, or NULL. */
+static const struct leaf *leaf_exact(const struct TRIE *t, TKEY key)
+{
+	const struct node *n = slot_node(t->root);
+
+	while (n && !(get_cindex(key, n) >> n->bits)) {
+		if (node_is_leaf(n))
+			return node_leaf(n);
+		n = child_get(node_tnode(n), get_index(key, n));
+	}
+	return NULL;
+}
+
+/*
+ * Writer: the leaf at the first key of child @j of @root if it holds a
+ * prefix a fallback can name: it is at the end of j's child-0 chain, and
+ * only where the slen copies show a suffix as long as the root's pos.
+ */
+static const struct leaf *fb_leaf_at(const struct tnode *root, unsigned long j)
+{
+	TKEY key = root->n.key | (TKEY)j << root->n.pos;
+	const struct node *n;
+
+	if (child_slen(root)[j] < root->n.pos)
+		return NULL;
+	n = child_get(root, j);
+	while (n && !node_is_leaf(n)) {
+		if (n->slen < root->n.pos || (get_cindex(key, n) >> n->bits))
+			return NULL;
+		n = child_get(node_tnode(n), 0);
+	}
+	return n && n->key == key && fb_plen(root, node_leaf(n)) >= 0 ? node_leaf(n) : NULL;
+}
+
+/* Writer: children of @root a prefix of @plen covers (a power of two), capped at all of them. */
+static unsigned long fb_span(const struct tnode *root, unsigned int plen)
+{
+	unsigned int b = KEYLEN - root->n.pos - plen;
+
+	return b >= root->n.bits ? 1ul << root->n.bits : 1ul << b;
+}
+
+/* Writer: the first route of @l whose prefix covers all of child @j of @root (there is one). */
+static const struct fib_route *fb_route(const struct tnode *root, const struct leaf *l,
+					unsigned long j)
+{
+	TKEY x = (root->n.key | (TKEY)j << root->n.pos) ^ l->n.key;
+	unsigned int i = 0;
+
+	while (l->r[i].plen + root->n.pos > KEYLEN || key_shr(x, KEYLEN - l->r[i].plen))
+		i++;
+	return &l->r[i];
+}
+
+/*
+ * Writer: sets the entries [lo, hi) of @fb. @outer is the leaf of the
+ * longest prefix covering all of them that starts before lo, or NULL. The
+ * prefixes met nest, so a stack of the open ones (at most one a length)
+ * gives each entry the innermost.
+ */
+static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
+		    const struct leaf *outer)
+{
+	const struct tnode *root = fb->root;
+	struct fb_open {
+		unsigned long end; /* the first entry past the prefix */
+		const struct leaf *l;
+	} st[KEYLEN + 2];
+	int sp = 0;
+
+	if (outer)
+		st[sp++] = (struct fb_open){ .end = hi, .l = outer };
+	for (unsigned long j = lo; j < hi; j++) {
+		const struct leaf *l = fb_leaf_at(root, j);
+		unsigned long end;
+
+		while (sp && st[sp - 1].end <= j)
+			sp--;
+		if (l) {
+			end = j + fb_span(root, (unsigned int)fb_plen(root, l));
+			st[sp++] = (struct fb_open){ .end = end, .l = l };
+		}
+		__atomic_store_n(&fb->route[j], sp ? (uintptr_t)fb_route(root, st[sp - 1].l, j) : 0,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Writer: the leaf of the longest prefix shorter than @plen that covers
+ * @key, or NULL: the leaf of key & mask(q), for q from plen - 1 down, is
+ * the first to hold a route of length <= q (a shorter one on another key
+ * would have that key's bits at q clear, and so be that leaf's).
+ */
+static const struct leaf *fb_outer(const struct TRIE *t, TKEY key, unsigned int plen)
+{
+	for (unsigned int q = plen; q-- > 0;) {
+		const struct leaf *l = leaf_exact(t, key_mask_low(key, KEYLEN - q));
+
+		if (l && l->r[l->n.nr - 1].plen <= q)
+			return l;
+	}
+	return NULL;
+}
+
+/* Writer: builds the fallbacks of the current root and publishes them. */
+static void fb_build(struct TRIE *t)
+{
+	const struct node *rn = slot_node(t->root);
+	struct root_fb *fb;
+
+	t->fb_stale = false;
+	if (!rn || node_is_leaf(rn))
+		return;
+	fb = mem_alloc(t->mem, MEM_FALLBACK, fb_size(rn->bits));
+	if (!fb) {
+		/* Lookups backtrack at the root meanwhile; the next edit tries again. */
+		t->fb_stale = true;
+		return;
+	}
+	fb->root = node_tnode(rn);
+	fb->key = rn->key;
+	fb->pos = rn->pos;
+	fb->bits = rn->bits;
+	fb_fill(fb, 0, 1ul << rn->bits, NULL);
+	rcu_assign_pointer(t->fb, fb);
+}
+
+/* Writer: unpublishes the fallbacks (the root is about to change) and retires them. */
+static void fb_drop(struct TRIE *t)
+{
+	struct root_fb *fb = t->fb;
+
+	t->fb_stale = true;
+	if (!fb)
+		return;
+	rcu_assign_pointer(t->fb, NULL);
+	reclaim_retire(t->rc, fb, fb_size(fb->bits), MEM_FALLBACK);
+}
+
+/*
+ * Writer, after leaf @old was replaced by @l at the same key (either may
+ * be NULL) and before @old is retired: the entries they can be named in
+ * are set again.
+ */
+static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct leaf *l)
+{
+	struct root_fb *fb = t->fb;
+	int po, pl, p;
+	TKEY key;
+	unsigned long lo;
+
+	if (!fb)
+		return;
+	po = fb_plen(fb->root, old);
+	pl = fb_plen(fb->root, l);
+	p = po < 0 ? pl : pl < 0 ? po : po < pl ? po : pl;
+	if (p < 0)
+		return;
+	key = (old ? old : l)->n.key;
+	lo = get_index(key, &fb->root->n);
+	fb_fill(fb, lo, lo + fb_span(fb->root, (unsigned int)p), fb_outer(t, key, (unsigned int)p));
 }
 
 /* ------------------------------------------------------------- updates */
@@ -797,6 +1038,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		node_push_suffix(tp, l->n.slen);
 		put_child_root(t, tp, key, &l->n);
 	}
+	fb_leaf_changed(t, NULL, l);
 	STAT_ADD(t->nr_leaves, 1);
 	if (t->deferred && walk <= BULK_WALK_MAX) {
 		t->finger = tp;
@@ -814,6 +1056,7 @@ static void leaf_replace(struct TRIE *t, struct tnode *tp, struct leaf *old, str
 
 	node_push_suffix(tp, l->n.slen);
 	put_child_root(t, tp, l->n.key, &l->n);
+	fb_leaf_changed(t, old, l);
 	node_retire(t, &old->n);
 	if (l->n.slen < old_slen)
 		node_pull_suffix(tp, old_slen);
@@ -824,6 +1067,7 @@ static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
 	unsigned int old_slen = l->n.slen;
 
 	put_child_root(t, tp, l->n.key, NULL);
+	fb_leaf_changed(t, l, NULL);
 	node_retire(t, &l->n);
 	STAT_ADD(t->nr_leaves, -1);
 	node_pull_suffix(tp, old_slen);
@@ -848,7 +1092,7 @@ static void leaf_run(const struct leaf *l, unsigned int plen, unsigned int *lo, 
 	*hi = i;
 }
 
-int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void *ctx)
+static int edit_leaf(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void *ctx)
 {
 	struct fib_route run[TRIE_LEAF_MAX];
 	struct tnode *tp;
@@ -902,6 +1146,16 @@ int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void
 	return 0;
 }
 
+int TN(edit)(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void *ctx)
+{
+	int ret = edit_leaf(t, key, plen, fn, ctx);
+
+	/* The root changed: its fallbacks are made anew (in bulk mode, at its end). */
+	if (t->fb_stale && !t->deferred)
+		fb_build(t);
+	return ret;
+}
+
 /* -------------------------------------------------------------- lookups */
 
 /* The first route of the longest prefix on @l that covers @key. */
@@ -921,8 +1175,12 @@ static inline const struct fib_route *leaf_match(const struct leaf *l, TKEY key)
  * of our index in @pn, climbing when the index is spent; each step tries a
  * shorter prefix. Returns the next child slot that may hold a prefix
  * covering the key, or NULL when none is left; updates *@pnp and *@cip.
+ * Climbing into @stop (the root the fallbacks are for, or NULL) ends it
+ * too, with *@pnp = @stop and *@cip our index there: the caller reads the
+ * answer from the fallbacks.
  */
-static const uintptr_t *backtrack(const struct tnode **pnp, unsigned long *cip)
+static const uintptr_t *backtrack(const struct tnode **pnp, unsigned long *cip,
+				  const struct tnode *stop)
 {
 	const struct tnode *pn = *pnp;
 	unsigned long cindex = *cip;
@@ -945,6 +1203,11 @@ static const uintptr_t *backtrack(const struct tnode **pnp, unsigned long *cip)
 				return NULL;
 			cindex = get_index(pn->n.key, &pp->n);
 			pn = pp;
+			if (pn == stop) {
+				*pnp = pn;
+				*cip = cindex;
+				return NULL;
+			}
 		}
 		/* The child with bit j cleared helps only if its slen copy covers pos + j. */
 		j = (unsigned int)__builtin_ctzl(cindex);
@@ -981,14 +1244,31 @@ static inline enum tail_step tail_visit(TKEY key, const struct node *n, const st
 	return *r ? TAIL_FOUND : TAIL_BACKTRACK;
 }
 
+/* Reader: the answer from entry @i of the root's fallbacks (for a key fb_for() accepts). */
+static inline const struct fib_route *fb_match(const struct root_fb *fb, unsigned long i)
+{
+	return (const struct fib_route *)slot_load(&fb->route[i]);
+}
+
+/* Reader: @fb if it can answer for @key (see struct root_fb), else NULL. */
+static inline const struct root_fb *fb_for(const struct root_fb *fb, TKEY key)
+{
+	return fb && !key_shr(key ^ fb->key, fb->pos + fb->bits) ? fb : NULL;
+}
+
+static inline const struct tnode *fb_root(const struct root_fb *fb)
+{
+	return fb ? fb->root : NULL;
+}
+
 /*
- * Steps 2 and 3, from where the exact descent (step 1) stopped: @n is the
- * node it stopped at (NULL for an empty slot), @pn the deepest node passed
- * whose subtree holds prefixes shorter than its index (slen > pos), and
- * @cindex our index in @pn.
+ * Steps 2 and 3: @n is the next node to visit (NULL: none, backtrack at
+ * once), @pn the internal node to backtrack in and @cindex our index in it
+ * (see lookup_fast() for where they come from); @fb the root's fallbacks
+ * if they can answer for @key (fb_for()), or NULL.
  */
 static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const struct tnode *pn,
-					   unsigned long cindex)
+					   unsigned long cindex, const struct root_fb *fb)
 {
 	const uintptr_t *slot;
 	const struct fib_route *r = NULL;
@@ -1004,34 +1284,11 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 				continue;
 			}
 		}
-		slot = backtrack(&pn, &cindex);
+		slot = backtrack(&pn, &cindex, fb_root(fb));
 		if (!slot)
-			return NULL;
+			return fb && pn == fb->root ? fb_match(fb, cindex) : NULL;
 		n = slot_node(slot_load(slot));
 	}
-}
-
-/* The kernel's lookup, step by step: every header on the path is read. */
-static const struct fib_route *lookup_full(const struct TRIE *t, TKEY key)
-{
-	const struct node *n = slot_node(slot_load(&t->root));
-	const struct tnode *pn = NULL;
-	unsigned long cindex = 0;
-
-	/* Step 1: descend while the key is inside the node. */
-	while (n) {
-		TKEY index = get_cindex(key, n);
-
-		if ((index >> n->bits) || node_is_leaf(n))
-			break;
-		/* Remember where backtracking may find a shorter prefix. */
-		if (SLEN_LOAD(n->slen) > n->pos) {
-			pn = node_tnode(n);
-			cindex = (unsigned long)index;
-		}
-		n = child_rcu(node_tnode(n), (unsigned long)index);
-	}
-	return lookup_tail(key, n, pn, cindex);
 }
 
 /* The index of @key in the internal node whose slot is @s. */
@@ -1041,54 +1298,95 @@ static inline unsigned long slot_index(uintptr_t s, TKEY key)
 }
 
 /*
- * The fast path: descend by the key's index bits alone, reading only the
- * slots (their tags give each child's pos and bits), to a leaf or an empty
- * slot; no header is read and skipped bits are not compared on the way.
- * If the leaf reached holds a prefix covering the key, its longest such
- * prefix is the kernel's answer: the leaf agrees with the key on every
- * index bit, so if it differs at bit b, b lies in some node's skipped bits;
- * the kernel's descent stops at the first node whose skipped bits hold b,
- * and a prefix of the leaf covering the key has its host bits at b and
- * below all zero, so the leaf sits down that node's child-0 chain, which is
- * where the kernel's steps 2-3 go next and find it first (the routes of one
- * leaf are longest first). Otherwise (an empty slot, or no prefix of the
- * leaf covers the key) the answer needs backtracking: lookup_full().
+ * The lookup in two parts. First, the fast descent: down by the key's
+ * index bits alone, reading only the slots (their tags give each child's
+ * pos and bits), to a leaf or an empty slot; no header is read and skipped
+ * bits are not compared on the way. If the leaf reached holds a prefix
+ * covering the key, its longest such prefix is the kernel's answer: the
+ * leaf agrees with the key on every index bit, so if it differs at bit b,
+ * b lies in some node's skipped bits; the kernel's descent stops at the
+ * first node whose skipped bits hold b, and a prefix of the leaf covering
+ * the key has its host bits at b and below all zero, so the leaf sits down
+ * that node's child-0 chain, which is where the kernel's steps 2-3 go next
+ * and find it first (the routes of one leaf are longest first).
+ *
+ * Otherwise (an empty slot, or no prefix of the leaf covers the key), the
+ * kernel's steps 2-3 run from the last internal node of the descent, @pn,
+ * at the key's index @cindex in it: backtracking, which needs no header
+ * below pn. Starting there is right even where the key left the kernel's
+ * exact path higher up (a skipped bit differs): every prefix that covers
+ * the key sits at an index of some node of the path that backtracking
+ * reaches by clearing low index bits, in the order of decreasing length
+ * (a prefix found after clearing bit j of a node has its host bits at and
+ * below pos + j, and one found later needs a host bit at a higher set bit,
+ * which its key would have set), and every pruning test (slen, the prefix
+ * check of tail_visit(), leaf_match()) only drops what cannot cover the key.
+ * Nodes below the kernel's stopping point only cost their visit. When
+ * backtracking reaches the root (or the descent ended there), the root's
+ * fallbacks (struct root_fb) hold the answer.
  */
-static inline const struct leaf *lookup_fast_leaf(const struct TRIE *t, TKEY key)
+struct fast_end {
+	const struct leaf *l;   /* the leaf reached, or NULL */
+	const struct tnode *pn; /* the last internal node passed, or NULL */
+	unsigned long cindex;   /* the key's index in pn */
+	bool covers;            /* l's first route is the answer (see slot_leaf_plen1()) */
+};
+
+static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 {
 	uintptr_t s = slot_load(&t->root);
+	unsigned int above = KEYLEN;
+	bool whole = true;
+	struct fast_end e = { 0 };
 
-	while (slot_bits(s))
-		s = slot_load(&node_tnode(slot_node(s))->child[slot_index(s, key)]);
-	return node_leaf(slot_node(s));
+	while (slot_bits(s)) {
+		whole &= slot_pos(s) + slot_bits(s) == above;
+		above = slot_pos(s);
+		e.pn = node_tnode(slot_node(s));
+		e.cindex = slot_index(s, key);
+		s = slot_load(&e.pn->child[e.cindex]);
+	}
+	e.l = node_leaf(slot_node(s));
+	e.covers = s && whole && slot_leaf_plen1(s) - 1 + above <= KEYLEN;
+	return e;
 }
 
 const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 {
-	const struct leaf *l = lookup_fast_leaf(t, key);
+	struct fast_end e = lookup_fast(t, key);
+	const struct root_fb *fb;
 	const struct fib_route *r;
 
-	if (l) {
-		r = leaf_match(l, key);
+	if (e.covers)
+		return &e.l->r[0];
+	if (e.l) {
+		r = leaf_match(e.l, key);
 		if (r)
 			return r;
 	}
-	return lookup_full(t, key);
+	/* No internal node: the root is the one leaf, or the trie is empty. */
+	if (!e.pn)
+		return NULL;
+	fb = fb_for(rcu_dereference(t->fb), key);
+	if (fb && e.pn == fb->root)
+		return fb_match(fb, e.cindex);
+	return lookup_tail(key, NULL, e.pn, e.cindex, fb);
 }
 
 #define BATCH_LANES 32
 #define FAST_LANES  16
 
-/* Where one lane of a batch lookup stands: the memory it waits for was prefetched. */
+/* Where one lane of the batch's steps 2-3 stands: the memory it waits for was prefetched. */
 enum lane_phase {
-	LANE_DESC_NODE, /* step 1: read the node's header */
-	LANE_DESC_SLOT, /* step 1: read the child slot */
-	LANE_TAIL_NODE, /* steps 2-3: visit the node */
-	LANE_TAIL_SLOT, /* steps 2-3: read the slot backtracking chose */
+	LANE_BACKTRACK, /* start: backtrack from pn at cindex */
+	LANE_TAIL_NODE, /* visit the node */
+	LANE_TAIL_SLOT, /* read the slot backtracking (or the descent) chose */
+	LANE_FB,        /* read the root's fallback at cindex */
 	LANE_DONE,
 };
 
 struct lane {
+	const struct root_fb *fb; /* fb_for() the lane's key */
 	const struct node *n;
 	const struct tnode *pn;
 	unsigned long cindex;
@@ -1096,34 +1394,29 @@ struct lane {
 	enum lane_phase phase;
 };
 
+/* Lane @l has reached the root the fallbacks @fb are for: its answer is there. */
+static inline void lane_to_fb(struct lane *l, const struct root_fb *fb)
+{
+	l->slot = &fb->route[l->cindex];
+	l->phase = LANE_FB;
+	__builtin_prefetch(l->slot);
+}
+
 /* Moves lane @l by one memory access; returns true when it has its answer in *@res. */
 static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **res)
 {
 	const struct node *x;
-	TKEY index;
 
 	switch (l->phase) {
-	case LANE_DESC_NODE:
-		x = l->n;
-		index = get_cindex(key, x);
-		if ((index >> x->bits) || node_is_leaf(x)) {
-			l->phase = LANE_TAIL_NODE;
-			return lane_step(l, key, res); /* the header is here already */
-		}
-		if (SLEN_LOAD(x->slen) > x->pos) {
-			l->pn = node_tnode(x);
-			l->cindex = (unsigned long)index;
-		}
-		l->slot = &node_tnode(x)->child[(unsigned long)index];
-		l->phase = LANE_DESC_SLOT;
-		__builtin_prefetch(l->slot);
-		return false;
-	case LANE_DESC_SLOT:
+	case LANE_FB:
+		*res = (const struct fib_route *)slot_load(l->slot);
+		l->phase = LANE_DONE;
+		return true;
 	case LANE_TAIL_SLOT:
 		x = slot_node(slot_load(l->slot));
 		if (x) {
 			l->n = x;
-			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
+			l->phase = LANE_TAIL_NODE;
 			__builtin_prefetch(x);
 			return false;
 		}
@@ -1142,12 +1435,18 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 			break;
 		}
 		break;
+	case LANE_BACKTRACK:
+		break;
 	case LANE_DONE:
 		return true;
 	}
-	/* Backtrack: the nodes it reads were on our path, so they are at hand. */
-	l->slot = backtrack(&l->pn, &l->cindex);
+	/* Backtrack: pn and its slen bytes were prefetched, or read on our way. */
+	l->slot = backtrack(&l->pn, &l->cindex, fb_root(l->fb));
 	if (!l->slot) {
+		if (l->fb && l->pn == l->fb->root) {
+			lane_to_fb(l, l->fb);
+			return false;
+		}
 		*res = NULL;
 		l->phase = LANE_DONE;
 		return true;
@@ -1158,124 +1457,167 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 }
 
 /*
- * The whole lookup for up to BATCH_LANES keys at once, each lane a small
- * state machine that prefetches what it needs next and lets the other
- * lanes run while that arrives: descent, leaf checks and backtracking all
- * overlap their cache misses.
+ * The lookups of fast_lanes() that need steps 2-3, up to BATCH_LANES at
+ * once, each lane a small state machine that prefetches what it needs next
+ * and lets the other lanes run while that arrives.
  */
-static void lookup_lanes(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
-			 unsigned int nl)
-{
-	struct lane lane[BATCH_LANES];
-	uint32_t active = nl >= 32 ? ~0u : (1u << nl) - 1;
-	const struct node *root = slot_node(slot_load(&t->root));
-
-	if (!root) {
-		for (unsigned int i = 0; i < nl; i++)
-			res[i] = NULL;
-		return;
-	}
-	for (unsigned int i = 0; i < nl; i++) {
-		lane[i] = (struct lane){ .n = root, .phase = LANE_DESC_NODE };
-		res[i] = NULL;
-	}
-	while (active) {
-		for (uint32_t m = active; m; m &= m - 1) {
-			unsigned int i = (unsigned int)__builtin_ctz(m);
-
-			if (lane_step(&lane[i], key[i], &res[i]))
-				active &= ~(1u << i);
-		}
-	}
-}
-
-/* The lookups of fast_lanes() that need backtracking, run through lookup_lanes(). */
 struct slow_set {
+	const struct root_fb *fb;
 	unsigned int n;
 	unsigned int idx[BATCH_LANES];
-	TKEY key[BATCH_LANES];
-	const struct fib_route *res[BATCH_LANES];
+	struct lane lane[BATCH_LANES];
 };
 
-static void slow_flush(const struct TRIE *t, struct slow_set *ss, const struct fib_route **res)
+static void slow_flush(struct slow_set *ss, const TKEY *key, const struct fib_route **res)
 {
-	lookup_lanes(t, ss->key, ss->res, ss->n);
-	for (unsigned int j = 0; j < ss->n; j++)
-		res[ss->idx[j]] = ss->res[j];
+	uint32_t active = ss->n >= 32 ? ~0u : (1u << ss->n) - 1;
+
+	while (active) {
+		for (uint32_t m = active; m; m &= m - 1) {
+			unsigned int j = (unsigned int)__builtin_ctz(m);
+			unsigned int i = ss->idx[j];
+
+			if (lane_step(&ss->lane[j], key[i], &res[i]))
+				active &= ~(1u << j);
+		}
+	}
 	ss->n = 0;
 }
 
-static inline void slow_add(const struct TRIE *t, struct slow_set *ss, const TKEY *key,
-			    const struct fib_route **res, unsigned int i)
+/*
+ * Lookup @i goes to steps 2-3 from @pn at @cindex: what they read first
+ * (the fallback, or pn's header) is fetched now.
+ */
+static inline void slow_add(struct slow_set *ss, const TKEY *key, const struct fib_route **res,
+			    unsigned int i, const struct tnode *pn, unsigned long cindex)
 {
-	ss->idx[ss->n] = i;
-	ss->key[ss->n++] = key[i];
+	struct lane *l = &ss->lane[ss->n];
+
+	*l = (struct lane){
+		.fb = fb_for(ss->fb, key[i]), .pn = pn, .cindex = cindex, .phase = LANE_BACKTRACK
+	};
+	if (l->fb && pn == l->fb->root)
+		lane_to_fb(l, l->fb);
+	else
+		__builtin_prefetch(pn);
+	ss->idx[ss->n++] = i;
 	if (ss->n == BATCH_LANES)
-		slow_flush(t, ss, res);
+		slow_flush(ss, key, res);
 }
 
-/* One lane of fast_lanes(): it waits for the slot at @p, or for the leaf @l. */
-struct fast_lane {
-	const uintptr_t *p;
-	const struct leaf *l;
-	unsigned int i; /* its address */
+/* One lane of fast_lanes(): what it waits for (prefetched). */
+enum fast_phase {
+	FAST_SLOT, /* the slot of pn at cindex */
+	FAST_LEAF, /* the leaf l */
+	FAST_FB,   /* the root's fallback at cindex */
 };
 
+struct fast_lane {
+	const struct tnode *pn;
+	unsigned long cindex;
+	const struct leaf *l;
+	unsigned int i; /* its address */
+	uint8_t phase;  /* enum fast_phase */
+	uint8_t above;  /* pn's pos */
+	bool whole;     /* no bit skipped down to pn (see slot_leaf_plen1()) */
+};
+
+static inline void fast_lane_start(struct fast_lane *ln, uintptr_t root, const TKEY *key,
+				   unsigned int i)
+{
+	ln->pn = node_tnode(slot_node(root));
+	ln->cindex = slot_index(root, key[i]);
+	ln->i = i;
+	ln->phase = FAST_SLOT;
+	ln->above = (uint8_t)slot_pos(root);
+	ln->whole = slot_pos(root) + slot_bits(root) == KEYLEN;
+	__builtin_prefetch(&ln->pn->child[ln->cindex]);
+}
+
 /*
- * The batch's fast path (lookup_fast_leaf() for many keys): FAST_LANES
- * lookups in flight, each a one-miss-per-step state machine (AMAC): a lane
- * prefetches the slot or the leaf it needs next and yields to the others;
- * a lane done takes the next address at once, so the misses in flight stay
- * near FAST_LANES. Lookups the fast path cannot answer are gathered and
- * finished by lookup_lanes(). @root is the root slot, an internal node.
+ * Lane @ln found no answer on its way down: the root's fallbacks give it
+ * (one more read, in this lane), or steps 2-3 do, in @ss. Returns true when
+ * the lane is free for the next address.
  */
-static void fast_lanes(const struct TRIE *t, uintptr_t root, const TKEY *key,
+static inline bool fast_lane_miss(struct fast_lane *ln, const struct root_fb *fb, TKEY key,
+				  struct slow_set *ss, const TKEY *keys,
+				  const struct fib_route **res)
+{
+	if (ln->pn == fb_root(fb) && fb_for(fb, key)) {
+		ln->phase = FAST_FB;
+		__builtin_prefetch(&fb->route[ln->cindex]);
+		return false;
+	}
+	slow_add(ss, keys, res, ln->i, ln->pn, ln->cindex);
+	return true;
+}
+
+/* Moves lane @ln by one memory access; returns true when the lane is free. */
+static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb, const TKEY *key,
+				  const struct fib_route **res, struct slow_set *ss)
+{
+	unsigned int i = ln->i;
+	uintptr_t s;
+
+	switch (ln->phase) {
+	case FAST_SLOT:
+		s = slot_load(&ln->pn->child[ln->cindex]);
+		if (slot_bits(s)) {
+			ln->whole &= slot_pos(s) + slot_bits(s) == ln->above;
+			ln->above = (uint8_t)slot_pos(s);
+			ln->pn = node_tnode(slot_node(s));
+			ln->cindex = slot_index(s, key[i]);
+			__builtin_prefetch(&ln->pn->child[ln->cindex]);
+			return false;
+		}
+		if (!s)
+			return fast_lane_miss(ln, fb, key[i], ss, key, res);
+		ln->l = node_leaf(slot_node(s));
+		if (ln->whole && slot_leaf_plen1(s) - 1 + ln->above <= KEYLEN) {
+			res[i] = &ln->l->r[0];
+			return true;
+		}
+		ln->phase = FAST_LEAF;
+		__builtin_prefetch(ln->l);
+		return false;
+	case FAST_LEAF:
+		res[i] = leaf_match(ln->l, key[i]);
+		return res[i] ? true : fast_lane_miss(ln, fb, key[i], ss, key, res);
+	default: /* FAST_FB */
+		res[i] = fb_match(fb, ln->cindex);
+		return true;
+	}
+}
+
+/*
+ * The batch's fast descent (lookup_fast() for many keys): FAST_LANES
+ * lookups in flight, each a one-miss-per-step state machine (AMAC): a lane
+ * prefetches the slot, the leaf or the fallback it needs next and yields
+ * to the others; a lane done takes the next address at once, so the misses
+ * in flight stay near FAST_LANES. Lookups that need backtracking below the
+ * root are gathered and finished by slow_flush(). @root is the root slot,
+ * an internal node; @fb the root's fallbacks, or NULL.
+ */
+static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key,
 		       const struct fib_route **res, unsigned int n)
 {
 	struct fast_lane lane[FAST_LANES];
-	const struct tnode *rn = node_tnode(slot_node(root));
 	struct slow_set ss;
 	unsigned int next = 0, nl = 0;
 
+	ss.fb = fb;
 	ss.n = 0;
-	while (nl < FAST_LANES && next < n) {
-		lane[nl] = (struct fast_lane){ .p = &rn->child[slot_index(root, key[next])],
-					       .i = next };
-		__builtin_prefetch(lane[nl++].p);
-		next++;
-	}
+	while (nl < FAST_LANES && next < n)
+		fast_lane_start(&lane[nl++], root, key, next++);
 	while (nl) {
 		for (unsigned int k = 0; k < nl;) {
 			struct fast_lane *ln = &lane[k];
-			unsigned int i = ln->i;
-			uintptr_t s;
 
-			if (!ln->l) {
-				s = slot_load(ln->p);
-				if (slot_bits(s)) {
-					ln->p = &node_tnode(slot_node(s))->child[slot_index(s, key[i])];
-					__builtin_prefetch(ln->p);
-					k++;
-					continue;
-				}
-				if (s) {
-					ln->l = node_leaf(slot_node(s));
-					__builtin_prefetch(ln->l);
-					k++;
-					continue;
-				}
-				slow_add(t, &ss, key, res, i);
-			} else {
-				res[i] = leaf_match(ln->l, key[i]);
-				if (!res[i])
-					slow_add(t, &ss, key, res, i);
-			}
-			/* Lane done: the next address, or the lane closes. */
-			if (next < n) {
-				*ln = (struct fast_lane){
-					.p = &rn->child[slot_index(root, key[next])], .i = next };
-				__builtin_prefetch(ln->p);
-				next++;
+			if (!fast_lane_step(ln, fb, key, res, &ss)) {
+				k++;
+			} else if (next < n) {
+				/* Lane done: the next address, or the lane closes. */
+				fast_lane_start(ln, root, key, next++);
 				k++;
 			} else {
 				*ln = lane[--nl];
@@ -1283,7 +1625,7 @@ static void fast_lanes(const struct TRIE *t, uintptr_t root, const TKEY *key,
 		}
 	}
 	if (ss.n)
-		slow_flush(t, &ss, res);
+		slow_flush(&ss, key, res);
 }
 
 void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
@@ -1297,7 +1639,7 @@ void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fi
 	 */
 	if (slot_bits(root) &&
 	    __atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) >= trie_batch_min_leaves) {
-		fast_lanes(t, root, key, res, n);
+		fast_lanes(root, rcu_dereference(t->fb), key, res, n);
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -1416,6 +1758,8 @@ void TN(destroy)(struct TRIE *t)
 	if (!t)
 		return;
 	node_free_tree(t, slot_node(t->root));
+	if (t->fb)
+		mem_free(t->mem, MEM_FALLBACK, t->fb, fb_size(t->fb->bits));
 	mem_free(t->mem, MEM_TABLE, t, sizeof(*t));
 }
 
@@ -1456,10 +1800,14 @@ static void stats_walk(const struct node *n, unsigned int depth, struct trie_sta
 void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 {
 	const struct node *root = slot_node(slot_load(&t->root));
+	const struct root_fb *fb;
 
 	memset(st, 0, sizeof(*st));
 	if (root)
 		stats_walk(root, 1, st);
+	fb = rcu_dereference(t->fb);
+	if (fb)
+		st->fallback_bytes = fb_size(fb->bits);
 }
 
 static int check_leaf(const struct leaf *l, struct errbuf *err)
@@ -1521,7 +1869,8 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		}
 		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos ||
 		    tn->child[i] != node_slot(c)) {
-			err_set(err, "tnode %#llx/pos %u: child %lu (key %#llx) misplaced or mistagged",
+			err_set(err,
+				"tnode %#llx/pos %u: child %lu (key %#llx) misplaced or mistagged",
 				(unsigned long long)n->key, n->pos, i, (unsigned long long)c->key);
 			return -EUCLEAN;
 		}
@@ -1550,6 +1899,118 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 	return 0;
 }
 
+/* check_fb()'s reference: a prefix a fallback can name, and where it starts among the root's
+ * children. */
+struct fb_ref {
+	unsigned long start;
+	const struct fib_route *r;
+};
+
+struct fb_refs {
+	struct fb_ref *v;
+	size_t n, cap;
+};
+
+static int fb_ref_cmp(const void *a, const void *b)
+{
+	unsigned int pa = ((const struct fb_ref *)a)->r->plen,
+		     pb = ((const struct fb_ref *)b)->r->plen;
+
+	return pa < pb ? -1 : pa > pb;
+}
+
+/* Collects, from every leaf below @n, the first route of each prefix no longer than @root's index.
+ */
+static int fb_refs_collect(const struct node *n, const struct tnode *root, struct fb_refs *refs)
+{
+	if (!n)
+		return 0;
+	if (!node_is_leaf(n)) {
+		for (unsigned long i = 0; i < child_length(n); i++)
+			if (fb_refs_collect(child_get(node_tnode(n), i), root, refs))
+				return -ENOMEM;
+		return 0;
+	}
+	for (unsigned int i = 0; i < n->nr; i++) {
+		const struct fib_route *r = &node_leaf(n)->r[i];
+
+		if (r->plen + root->n.pos > KEYLEN || (i && r[-1].plen == r->plen))
+			continue;
+		if (refs->n == refs->cap) {
+			size_t cap = refs->cap ? 2 * refs->cap : 256;
+			struct fb_ref *v = realloc(refs->v, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			refs->v = v;
+			refs->cap = cap;
+		}
+		refs->v[refs->n++] =
+			(struct fb_ref){ .start = get_index(n->key, &root->n), .r = r };
+	}
+	return 0;
+}
+
+/*
+ * The fallbacks against their definition, computed another way: every
+ * prefix they can name, from a walk of the whole trie, painted over the
+ * children it covers, shorter prefixes first, so each child ends with the
+ * longest that covers it.
+ */
+static int check_fb(const struct TRIE *t, struct errbuf *err)
+{
+	const struct node *rn = slot_node(t->root);
+	const struct root_fb *fb = t->fb;
+	struct fb_refs refs = { 0 };
+	const struct fib_route **want;
+	unsigned long len;
+	int ret = 0;
+
+	if (!fb) {
+		if (rn && !node_is_leaf(rn) && !t->deferred && !t->fb_stale) {
+			err_set(err, "root %#llx/bits %u: no fallbacks",
+				(unsigned long long)rn->key, rn->bits);
+			return -EUCLEAN;
+		}
+		return 0;
+	}
+	if (t->deferred || &fb->root->n != rn || fb->bits != rn->bits || fb->key != rn->key ||
+	    fb->pos != rn->pos) {
+		err_set(err, "fallbacks for root %p/bits %u, the root is %p%s",
+			(const void *)fb->root, fb->bits, (const void *)rn,
+			t->deferred ? " (bulk mode)" : "");
+		return -EUCLEAN;
+	}
+	len = 1ul << rn->bits;
+	want = calloc(len, sizeof(*want));
+	if (!want || fb_refs_collect(rn, fb->root, &refs)) {
+		err_set(err, "checking the fallbacks: out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	qsort(refs.v, refs.n, sizeof(refs.v[0]), fb_ref_cmp);
+	for (size_t k = 0; k < refs.n; k++) {
+		unsigned long end = refs.v[k].start + fb_span(fb->root, refs.v[k].r->plen);
+
+		for (unsigned long j = refs.v[k].start; j < end; j++)
+			want[j] = refs.v[k].r;
+	}
+	for (unsigned long j = 0; j < len; j++) {
+		if (fb->route[j] != (uintptr_t)want[j]) {
+			err_set(err, "root %#llx/pos %u: fallback %lu is %#llx, should be %#llx",
+				(unsigned long long)rn->key, rn->pos, j,
+				(unsigned long long)fb->route[j],
+				(unsigned long long)(uintptr_t)want[j]);
+			ret = -EUCLEAN;
+			break;
+		}
+	}
+out:
+	free(refs.v);
+	free(want);
+	return ret;
+}
+
 int TN(check)(const struct TRIE *t, struct errbuf *err)
 {
 	uint64_t leaves = 0, routes = 0, tnodes = 0;
@@ -1561,7 +2022,8 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 		return -EUCLEAN;
 	}
 	if (t->root)
-		ret = check_node(slot_node(t->root), NULL, t->deferred, &leaves, &routes, &tnodes, err);
+		ret = check_node(slot_node(t->root), NULL, t->deferred, &leaves, &routes, &tnodes,
+				 err);
 	if (ret)
 		return ret;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
@@ -1573,7 +2035,7 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 			(unsigned long long)t->nr_tnodes, (unsigned long long)tnodes);
 		return -EUCLEAN;
 	}
-	return 0;
+	return check_fb(t, err);
 }
 
 static void dump_node(const struct node *n, unsigned int depth, FILE *f)

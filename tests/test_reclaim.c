@@ -737,6 +737,7 @@ static void check_accounting(struct mem *m, struct reclaim *rc, const struct tri
 	mem_get_stats(m, &ms);
 	assert_int_equal(ms.cls[MEM_LEAF].bytes, ts->leaf_bytes);
 	assert_int_equal(ms.cls[MEM_TNODE].bytes, ts->tnode_bytes);
+	assert_int_equal(ms.cls[MEM_FALLBACK].bytes, ts->fallback_bytes);
 	assert_int_equal(ms.cls[MEM_LEAF].objects, ts->leaves);
 	assert_int_equal(ms.cls[MEM_TNODE].objects, ts->tnodes);
 	assert_int_equal(ms.cls[MEM_RECLAIM].bytes, 0);

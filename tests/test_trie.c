@@ -154,6 +154,14 @@ static int tt_check(const struct tt *tt, struct errbuf *err)
 	return trie6_check(tt->t6, err);
 }
 
+static void tt_set_bulk(struct tt *tt, bool on)
+{
+	if (tt->family == AF_INET)
+		trie4_set_bulk(tt->t4, on);
+	else
+		trie6_set_bulk(tt->t6, on);
+}
+
 static void tt_stats(const struct tt *tt, struct trie_stats *st)
 {
 	if (tt->family == AF_INET)
@@ -838,12 +846,15 @@ static void diff_check_memory(struct diff *d, const struct trie_stats *st)
 
 	reclaim_barrier(d->f->rc);
 	mem_get_stats(d->f->m, &ms);
-	if (ms.cls[MEM_LEAF].bytes != st->leaf_bytes || ms.cls[MEM_TNODE].bytes != st->tnode_bytes)
-		fail_msg("op %lu: allocator holds leaf %llu tnode %llu bytes; the trie has %llu, "
-			 "%llu",
+	if (ms.cls[MEM_LEAF].bytes != st->leaf_bytes || ms.cls[MEM_TNODE].bytes != st->tnode_bytes ||
+	    ms.cls[MEM_FALLBACK].bytes != st->fallback_bytes)
+		fail_msg("op %lu: allocator holds leaf %llu tnode %llu fallback %llu bytes; the trie "
+			 "has %llu, %llu, %llu",
 			 d->op, (unsigned long long)ms.cls[MEM_LEAF].bytes,
 			 (unsigned long long)ms.cls[MEM_TNODE].bytes,
-			 (unsigned long long)st->leaf_bytes, (unsigned long long)st->tnode_bytes);
+			 (unsigned long long)ms.cls[MEM_FALLBACK].bytes,
+			 (unsigned long long)st->leaf_bytes, (unsigned long long)st->tnode_bytes,
+			 (unsigned long long)st->fallback_bytes);
 	if (ms.cls[MEM_LEAF].objects != st->leaves || ms.cls[MEM_TNODE].objects != st->tnodes)
 		fail_msg("op %lu: allocator holds %llu leaves %llu tnodes; the trie has %llu, %llu",
 			 d->op, (unsigned long long)ms.cls[MEM_LEAF].objects,
@@ -1105,8 +1116,82 @@ static void test_trie_backtracks_to_shorter_prefix(void **state)
 }
 
 /*
+ * A lookup that finds nothing below the root takes its answer from the
+ * root's fallbacks (lib/trie-tmpl.h, struct root_fb). They must follow
+ * every change of a prefix short enough to be named there -- added,
+ * replaced, removed, on a key shared with longer prefixes, the default
+ * route -- and the root's own changes; the check compares every entry with
+ * its definition after each step.
+ */
+static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	/* 10/8 (2001:db8::/32) holds 4096 long prefixes, one every 2^-12 of it. */
+	tkey base = K(tt, v4 ? "10.0.0.0" : "2001:db8::");
+	unsigned int lb = v4 ? 8 : 32, ll = lb + 16, sh = tt->bits - lb - 12;
+	tkey outside = K(tt, v4 ? "11.0.0.1" : "2001:db9::1");
+	struct trie_stats st;
+
+	for (unsigned int i = 0; i < 4096; i++)
+		assert_int_equal(tt_set(tt, base | (tkey)i << sh, ll, 1, 24), 0);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_true(st.fallback_bytes > 0);
+
+	/* Probes between the long prefixes: in the second half of each 2^-12. */
+#define PROBE(i) (base | (tkey)(i) << sh | (tkey)1 << (sh - 1))
+#define EXPECT_ALL(lo_plen, lo_metric, hi_plen, hi_metric)                                      \
+	do {                                                                                       \
+		assert_trie_ok(tt);                                                                \
+		for (unsigned int i = 0; i < 4096; i += 7) {                                       \
+			expect_lookup(tt, base | (tkey)i << sh, (int)ll, 24);                     \
+			if (i < 256)                                                               \
+				expect_lookup(tt, PROBE(i), lo_plen, lo_metric);                   \
+			else                                                                       \
+				expect_lookup(tt, PROBE(i), hi_plen, hi_metric);                   \
+		}                                                                                  \
+	} while (0)
+
+	EXPECT_ALL(-1, 0, -1, 0);
+	/* The /8 (/32), then a /12 (/36) over the first 256. */
+	assert_int_equal(tt_set(tt, base, lb, 1, 8), 0);
+	EXPECT_ALL((int)lb, 8, (int)lb, 8);
+	assert_int_equal(tt_set(tt, base, lb + 4, 1, 12), 0);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 8);
+	/* Replaced: the leaf of all three is new. */
+	assert_int_equal(tt_set(tt, base, lb, 1, 80), 0);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	/* The default route changes the root: the fallbacks are made anew. */
+	assert_int_equal(tt_set(tt, 0, 0, 1, 1), 0);
+	expect_lookup(tt, outside, 0, 1);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	/* A prefix on the shared key goes; the others stay named. */
+	assert_int_equal(tt_del(tt, base, lb), 0);
+	EXPECT_ALL((int)lb + 4, 12, 0, 1);
+	assert_int_equal(tt_del(tt, base, lb + 4), 0);
+	EXPECT_ALL(0, 1, 0, 1);
+	assert_int_equal(tt_del(tt, 0, 0), 0);
+	expect_lookup(tt, outside, -1, 0);
+	EXPECT_ALL(-1, 0, -1, 0);
+	/* In bulk mode there are none; its end builds them. */
+	tt_set_bulk(tt, true);
+	assert_int_equal(tt_set(tt, base, lb, 1, 8), 0);
+	tt_stats(tt, &st);
+	assert_int_equal(st.fallback_bytes, 0);
+	EXPECT_ALL((int)lb, 8, (int)lb, 8);
+	tt_set_bulk(tt, false);
+	tt_stats(tt, &st);
+	assert_true(st.fallback_bytes > 0);
+	EXPECT_ALL((int)lb, 8, (int)lb, 8);
+#undef EXPECT_ALL
+#undef PROBE
+}
+
+/*
  * Lookups descend on the index bits alone and compare skipped bits only at
- * the leaf they reach (lib/trie-tmpl.h, lookup_fast_leaf()): keys that
+ * the leaf they reach (lib/trie-tmpl.h, lookup_fast()): keys that
  * differ from a node's skipped bits must still get the kernel's answer,
  * whether the leaf reached covers them (a short prefix down the child-0
  * chain), covers nothing (backtracking finds a shorter prefix), or nothing
@@ -1639,6 +1724,8 @@ static void test_trie_stats_and_dump_match_contents(void **state)
 	mem_get_stats(f->m, &ms);
 	assert_int_equal(ms.cls[MEM_LEAF].bytes, st.leaf_bytes);
 	assert_int_equal(ms.cls[MEM_TNODE].bytes, st.tnode_bytes);
+	assert_int_equal(ms.cls[MEM_FALLBACK].bytes, st.fallback_bytes);
+	assert_true(st.fallback_bytes > 0);
 	assert_int_equal(ms.cls[MEM_LEAF].objects, st.leaves);
 	assert_int_equal(ms.cls[MEM_TNODE].objects, st.tnodes);
 
@@ -1663,6 +1750,7 @@ int main(void)
 		T(test_trie_empty_finds_nothing),
 		T(test_trie_backtracks_to_shorter_prefix),
 		T(test_trie_lookup_across_skipped_bits),
+		T(test_trie_root_fallbacks_follow_short_prefixes),
 		T(test_trie_unsorted_bulk_load_stays_shallow),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
@@ -1678,6 +1766,7 @@ int main(void)
 		T6(test_trie_empty_finds_nothing),
 		T6(test_trie_backtracks_to_shorter_prefix),
 		T6(test_trie_lookup_across_skipped_bits),
+		T6(test_trie_root_fallbacks_follow_short_prefixes),
 		T6(test_trie_unsorted_bulk_load_stays_shallow),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),

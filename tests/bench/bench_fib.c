@@ -767,6 +767,7 @@ static void print_trie_stats(const struct trie_stats *s4, const struct trie_stat
 	       s[1]->pointers ? 100.0 * (double)s[1]->null_pointers / (double)s[1]->pointers : 0);
 	ROW("leaf bytes", leaf_bytes);
 	ROW("internal node bytes", tnode_bytes);
+	ROW("root fallback bytes", fallback_bytes);
 #undef ROW
 }
 
@@ -987,7 +988,9 @@ static void section_full_during_load(struct bench *b, const struct fib_table *tb
 
 static double trie_bytes_per_route(const struct trie_stats *ts)
 {
-	return ts->routes ? (double)(ts->leaf_bytes + ts->tnode_bytes) / (double)ts->routes : 0;
+	uint64_t bytes = ts->leaf_bytes + ts->tnode_bytes + ts->fallback_bytes;
+
+	return ts->routes ? (double)bytes / (double)ts->routes : 0;
 }
 
 static double trie_depth(const struct trie_stats *ts)

@@ -814,6 +814,15 @@ static int fb_plen(const struct tnode *root, const struct leaf *l)
 	return plen + root->n.pos <= KEYLEN ? (int)plen : -1;
 }
 
+/* Writer: the length of the longest prefix of @l a fallback of @root can name, or -1. */
+static int fb_longest(const struct tnode *root, const struct leaf *l)
+{
+	for (unsigned int i = 0; l && i < l->n.nr; i++)
+		if (l->r[i].plen + root->n.pos <= KEYLEN)
+			return l->r[i].plen;
+	return -1;
+}
+
 /* Writer: the leaf of exactly @key, or NULL. */
 static const struct leaf *leaf_exact(const struct TRIE *t, TKEY key)
 {
@@ -871,33 +880,47 @@ static const struct fib_route *fb_route(const struct tnode *root, const struct l
 /*
  * Writer: sets the entries [lo, hi) of @fb. @outer is the leaf of the
  * longest prefix covering all of them that starts before lo, or NULL. The
- * prefixes met nest, so a stack of the open ones (at most one a length)
- * gives each entry the innermost.
+ * prefixes met nest, so a stack of the open ones (each longer than the one
+ * below it: at most one a length) gives each entry the innermost. A leaf whose shortest prefix is
+ * longer than @shadow outranks, over its whole range, every prefix that changed (none is longer
+ * than @shadow), so its range is skipped: what is there stays right (KEYLEN: nothing skipped).
  */
 static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
-		    const struct leaf *outer)
+		    const struct leaf *outer, unsigned int shadow)
 {
 	const struct tnode *root = fb->root;
 	struct fb_open {
 		unsigned long end; /* the first entry past the prefix */
-		const struct leaf *l;
+		const struct fib_route *r;
 	} st[KEYLEN + 2];
 	int sp = 0;
 
 	if (outer)
-		st[sp++] = (struct fb_open){ .end = hi, .l = outer };
+		st[sp++] = (struct fb_open){ .end = hi, .r = fb_route(root, outer, lo) };
 	for (unsigned long j = lo; j < hi; j++) {
 		const struct leaf *l = fb_leaf_at(root, j);
-		unsigned long end;
+		uintptr_t v;
 
 		while (sp && st[sp - 1].end <= j)
 			sp--;
-		if (l) {
-			end = j + fb_span(root, (unsigned int)fb_plen(root, l));
-			st[sp++] = (struct fb_open){ .end = end, .l = l };
+		if (l && (unsigned int)fb_plen(root, l) > shadow) {
+			j += fb_span(root, (unsigned int)fb_plen(root, l)) - 1;
+			continue;
 		}
-		__atomic_store_n(&fb->route[j], sp ? (uintptr_t)fb_route(root, st[sp - 1].l, j) : 0,
-				 __ATOMIC_RELEASE);
+		/* Its prefixes, shortest first (each length's first route), nest above. */
+		for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
+			unsigned int plen = l->r[i].plen;
+
+			if (plen + root->n.pos > KEYLEN)
+				break;
+			if (i == 0 || l->r[i - 1].plen != plen)
+				st[sp++] = (struct fb_open){ .end = j + fb_span(root, plen),
+							     .r = &l->r[i] };
+		}
+		v = sp ? (uintptr_t)st[sp - 1].r : 0;
+		/* Stores only where it changes: a reader may be loading the entry. */
+		if (fb->route[j] != v)
+			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
 	}
 }
 
@@ -933,11 +956,12 @@ static void fb_build(struct TRIE *t)
 		t->fb_stale = true;
 		return;
 	}
+	memset(fb->route, 0, sizeof(uintptr_t) << rn->bits);
 	fb->root = node_tnode(rn);
 	fb->key = rn->key;
 	fb->pos = rn->pos;
 	fb->bits = rn->bits;
-	fb_fill(fb, 0, 1ul << rn->bits, NULL);
+	fb_fill(fb, 0, 1ul << rn->bits, NULL, KEYLEN);
 	rcu_assign_pointer(t->fb, fb);
 }
 
@@ -962,6 +986,7 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
 {
 	struct root_fb *fb = t->fb;
 	int po, pl, p;
+	unsigned int shadow;
 	TKEY key;
 	unsigned long lo;
 
@@ -972,9 +997,13 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
 	p = po < 0 ? pl : pl < 0 ? po : po < pl ? po : pl;
 	if (p < 0)
 		return;
+	shadow = (unsigned int)(fb_longest(fb->root, old) > fb_longest(fb->root, l)
+					? fb_longest(fb->root, old)
+					: fb_longest(fb->root, l));
 	key = (old ? old : l)->n.key;
 	lo = get_index(key, &fb->root->n);
-	fb_fill(fb, lo, lo + fb_span(fb->root, (unsigned int)p), fb_outer(t, key, (unsigned int)p));
+	fb_fill(fb, lo, lo + fb_span(fb->root, (unsigned int)p), fb_outer(t, key, (unsigned int)p),
+		shadow);
 }
 
 /* ------------------------------------------------------------- updates */

@@ -881,9 +881,10 @@ static const struct fib_route *fb_route(const struct tnode *root, const struct l
  * Writer: sets the entries [lo, hi) of @fb. @outer is the leaf of the
  * longest prefix covering all of them that starts before lo, or NULL. The
  * prefixes met nest, so a stack of the open ones (each longer than the one
- * below it: at most one a length) gives each entry the innermost. A leaf whose shortest prefix is
- * longer than @shadow outranks, over its whole range, every prefix that changed (none is longer
- * than @shadow), so its range is skipped: what is there stays right (KEYLEN: nothing skipped).
+ * below it: at most one a length) gives each entry the innermost. A leaf
+ * whose shortest prefix is longer than @shadow outranks, over its whole
+ * range, every prefix that changed (none is longer than @shadow), so its
+ * range is skipped: what is there stays right (KEYLEN: nothing skipped).
  */
 static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
 		    const struct leaf *outer, unsigned int shadow)
@@ -2017,7 +2018,8 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 		ret = -ENOMEM;
 		goto out;
 	}
-	qsort(refs.v, refs.n, sizeof(refs.v[0]), fb_ref_cmp);
+	if (refs.n)
+		qsort(refs.v, refs.n, sizeof(refs.v[0]), fb_ref_cmp);
 	for (size_t k = 0; k < refs.n; k++) {
 		unsigned long end = refs.v[k].start + fb_span(fb->root, refs.v[k].r->plen);
 

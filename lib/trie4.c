@@ -27,6 +27,6 @@ static void key_format(uint32_t key, char *buf, size_t size)
 	inet_ntop(AF_INET, &be, buf, (socklen_t)size);
 }
 
-unsigned int trie_batch_min_leaves = 1u << 15;
+unsigned int trie_batch_min_leaves = 1u << 17;
 
 #include "lib/trie-tmpl.h"

@@ -1518,10 +1518,11 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		__builtin_prefetch(l->slot);
 		return false;
 	case LANE_DESC_SLOT:
+	case LANE_TAIL_SLOT:
 		x = slot_node(slot_load(l->slot));
 		if (x) {
 			l->n = x;
-			l->phase = LANE_DESC_NODE;
+			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
 			__builtin_prefetch(x);
 			return false;
 		}
@@ -1530,15 +1531,6 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		*res = (const struct fib_route *)slot_load(l->slot);
 		l->phase = LANE_DONE;
 		return true;
-	case LANE_TAIL_SLOT:
-		x = slot_node(slot_load(l->slot));
-		if (x) {
-			l->n = x;
-			l->phase = LANE_TAIL_NODE;
-			__builtin_prefetch(x);
-			return false;
-		}
-		break;
 	case LANE_TAIL_NODE:
 		switch (tail_visit(key, l->n, res)) {
 		case TAIL_FOUND:

@@ -1373,10 +1373,12 @@ static inline unsigned long slot_index(uintptr_t s, TKEY key)
  * and find it first (the routes of one leaf are longest first).
  *
  * Otherwise (an empty slot, or no prefix of the leaf covers the key), the
- * kernel's steps 2-3 run from the last internal node of the descent, @pn,
- * at the key's index @cindex in it: backtracking, which needs no header
- * below pn. Starting there is right even where the key left the kernel's
- * exact path higher up (a skipped bit differs): every prefix that covers
+ * kernel's steps 2-3 can run from the last internal node of the descent,
+ * @pn, at the key's index @cindex in it: backtracking, which needs no
+ * header below pn (TN(lookup_rcu)() says when they do, and when the
+ * kernel's walk from the root is cheaper). Starting there is right even
+ * where the key left the kernel's exact path higher up (a skipped bit
+ * differs), only slower: every prefix that covers
  * the key sits at an index of some node of the path that backtracking
  * reaches by clearing low index bits, in the order of decreasing length
  * (a prefix found after clearing bit j of a node has its host bits at and

@@ -23,8 +23,8 @@
 #include "daemon/state.h"
 
 static const char *const state_mem_names[MEM_CLASS_MAX] = {
-	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nh",
-	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "hash",
+	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",         [MEM_NH] = "nh",
+	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table",       [MEM_HASH] = "hash",
 	[MEM_RECLAIM] = "reclaim", [MEM_FALLBACK] = "fallback",
 };
 

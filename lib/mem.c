@@ -115,8 +115,8 @@ struct mem {
 #define MEM_ADD(field, v) uatomic_set(&(field), (field) + (v))
 
 static const char *const mem_class_names[MEM_CLASS_MAX] = {
-	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",   [MEM_NH] = "nexthop",
-	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table", [MEM_HASH] = "nh-hash",
+	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",         [MEM_NH] = "nexthop",
+	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table",       [MEM_HASH] = "nh-hash",
 	[MEM_RECLAIM] = "reclaim", [MEM_FALLBACK] = "fallback",
 };
 

@@ -11,13 +11,13 @@
 #include <stdint.h>
 
 enum mem_class {
-	MEM_TNODE,   /* trie internal nodes */
-	MEM_LEAF,    /* trie leaves with their routes */
-	MEM_NH,      /* nexthop objects */
-	MEM_NH_INFO, /* nexthop contents (paths, group members) */
-	MEM_TABLE,   /* tables and their tries */
-	MEM_HASH,    /* nexthop hash tables */
-	MEM_RECLAIM, /* bookkeeping of retired objects */
+	MEM_TNODE,    /* trie internal nodes */
+	MEM_LEAF,     /* trie leaves with their routes */
+	MEM_NH,       /* nexthop objects */
+	MEM_NH_INFO,  /* nexthop contents (paths, group members) */
+	MEM_TABLE,    /* tables and their tries */
+	MEM_HASH,     /* nexthop hash tables */
+	MEM_RECLAIM,  /* bookkeeping of retired objects */
 	MEM_FALLBACK, /* the tries' root fallbacks (a table per root, lib/trie-tmpl.h) */
 	MEM_CLASS_MAX,
 };
@@ -31,10 +31,10 @@ struct mem_class_stats {
 
 struct mem_stats {
 	struct mem_class_stats cls[MEM_CLASS_MAX];
-	uint64_t live_bytes;      /* sum of cls[].bytes */
-	uint64_t slab_bytes;      /* slab chunks held (live + free objects) */
-	uint64_t slab_free_bytes; /* free objects inside slab chunks */
-	uint64_t large_bytes;     /* live objects served by malloc */
+	uint64_t live_bytes;          /* sum of cls[].bytes */
+	uint64_t slab_bytes;          /* slab chunks held (live + free objects) */
+	uint64_t slab_free_bytes;     /* free objects inside slab chunks */
+	uint64_t large_bytes;         /* live objects served by malloc */
 	uint64_t slab_released_bytes; /* chunks given back to the system, not reused yet */
 	uint64_t trims;               /* trims run (fib_mem_trim(), bulk ends, flushes, idle) */
 	uint64_t trimmed_bytes;       /* chunk bytes given back by them, in all */
@@ -68,7 +68,7 @@ struct trie_stats {
 	uint64_t leaf_bytes;
 	uint64_t tnode_bytes;
 	uint64_t fallback_bytes; /* the root's fallback table, 8 bytes a root child */
-	uint64_t total_depth; /* sum of leaf depths (root = depth 1 for a lone leaf) */
+	uint64_t total_depth;    /* sum of leaf depths (root = depth 1 for a lone leaf) */
 	unsigned int max_depth;
 };
 

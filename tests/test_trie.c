@@ -846,9 +846,11 @@ static void diff_check_memory(struct diff *d, const struct trie_stats *st)
 
 	reclaim_barrier(d->f->rc);
 	mem_get_stats(d->f->m, &ms);
-	if (ms.cls[MEM_LEAF].bytes != st->leaf_bytes || ms.cls[MEM_TNODE].bytes != st->tnode_bytes ||
+	if (ms.cls[MEM_LEAF].bytes != st->leaf_bytes ||
+	    ms.cls[MEM_TNODE].bytes != st->tnode_bytes ||
 	    ms.cls[MEM_FALLBACK].bytes != st->fallback_bytes)
-		fail_msg("op %lu: allocator holds leaf %llu tnode %llu fallback %llu bytes; the trie "
+		fail_msg("op %lu: allocator holds leaf %llu tnode %llu fallback %llu bytes; the "
+			 "trie "
 			 "has %llu, %llu, %llu",
 			 d->op, (unsigned long long)ms.cls[MEM_LEAF].bytes,
 			 (unsigned long long)ms.cls[MEM_TNODE].bytes,
@@ -1142,11 +1144,11 @@ static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
 
 	/* Probes between the long prefixes: in the second half of each 2^-12. */
 #define PROBE(i) (base | (tkey)(i) << sh | (tkey)1 << (sh - 1))
-#define EXPECT_ALL(lo_plen, lo_metric, hi_plen, hi_metric)                                      \
+#define EXPECT_ALL(lo_plen, lo_metric, hi_plen, hi_metric)                                         \
 	do {                                                                                       \
 		assert_trie_ok(tt);                                                                \
 		for (unsigned int i = 0; i < 4096; i += 7) {                                       \
-			expect_lookup(tt, base | (tkey)i << sh, (int)ll, 24);                     \
+			expect_lookup(tt, base | (tkey)i << sh, (int)ll, 24);                      \
 			if (i < 256)                                                               \
 				expect_lookup(tt, PROBE(i), lo_plen, lo_metric);                   \
 			else                                                                       \

@@ -1420,6 +1420,8 @@ static int cfg_delete(struct lcfibd *d, struct lyd_node *cand, const char *xpath
 {
 	struct ly_set *set = NULL;
 
+	if (lcfibd_err_xpath(e, xpath))
+		return -1;
 	if (lyd_find_xpath(cand, xpath, &set) != LY_SUCCESS) {
 		lcfibd_err_from_ly(e, d->ly, "delete");
 		return -1;

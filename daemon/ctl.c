@@ -643,6 +643,8 @@ static int ctl_get(struct lcfibd *d, const struct ctl_hdr *h, const char *xpath,
 	struct ly_set *set = NULL;
 	int ret = -1;
 
+	if (lcfibd_err_xpath(e, xpath))
+		return -1;
 	if (!what)
 		what = CTL_GET_CONFIG | CTL_GET_STATE;
 	if ((what & CTL_GET_CONFIG) && ctl_get_config(d, &tree))

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Errors meant for a client: set from a format, or from libyang's last error. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,4 +43,66 @@ void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const cha
 	else
 		snprintf(e->msg, sizeof(e->msg), "%s%s%s", what ? what : "", what ? ": " : "", msg);
 	ly_err_clean((struct ly_ctx *)ly, NULL);
+}
+
+/* A character of an XPath name or QName (non-ASCII bytes count, as UTF-8 letters). */
+static int xpath_name_char(unsigned char c)
+{
+	return isalnum(c) || c == '_' || c == '-' || c == '.' || c == ':' || c >= 0x80;
+}
+
+/*
+ * Walks @xpath as XPath 1.0's lexer does, knowing after each token whether
+ * an operand just ended: a name there is an operator name, and libyang
+ * takes one that begins with "mod" for the operator whatever follows
+ * ("x modod 0" is x mod od), so any is refused. Elsewhere a name is a node
+ * or function name ("mode", "modules" pass).
+ */
+int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath)
+{
+	const unsigned char *p = (const unsigned char *)xpath;
+	int operand = 0; /* the last token ended an operand */
+
+	while (*p) {
+		if (isspace(*p)) {
+			p++;
+		} else if (*p == '\'' || *p == '"') {
+			const char *q = strchr((const char *)p + 1, *p);
+
+			if (!q)
+				return 0; /* libyang refuses the open literal itself */
+			p = (const unsigned char *)q + 1;
+			operand = 1;
+		} else if (isdigit(*p) || (*p == '.' && isdigit(p[1]))) {
+			while (isdigit(*p) || *p == '.')
+				p++;
+			operand = 1;
+		} else if (operand && (isalpha(*p) || *p == '_' || *p >= 0x80)) {
+			if (!strncmp((const char *)p, "mod", 3)) {
+				lcfibd_err_set(
+					e, "invalid-value", xpath,
+					"the XPath operator 'mod' is not supported (in %.64s%s)",
+					xpath, strlen(xpath) > 64 ? "..." : "");
+				return -1;
+			}
+			/* and, or, div: an operator, an operand follows */
+			while (isalpha(*p))
+				p++;
+			operand = 0;
+		} else if (isalpha(*p) || *p == '_' || *p >= 0x80) {
+			while (xpath_name_char(*p))
+				p++;
+			operand = 1;
+		} else if (*p == ')' || *p == ']' || *p == '.') {
+			p++;
+			operand = 1;
+		} else if (*p == '*') {
+			p++;
+			operand = !operand; /* a name test, or the multiplication */
+		} else {
+			p++;
+			operand = 0;
+		}
+	}
+	return 0;
 }

@@ -21,5 +21,13 @@ void lcfibd_err_set(struct lcfibd_err *e, const char *tag, const char *path, con
 /* Fills @e from libyang's last error in @ly (message, path, app-tag); @what (may be NULL) prefixes
  * the message. */
 void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const char *what);
+/*
+ * Whether a client's XPath may go to libyang: 0, or -1 with @e set. libyang
+ * 2.1 evaluates `mod` as an integer remainder and dies of SIGFPE on a zero
+ * (or NaN) divisor, so `x mod y` in a get would kill lcfibd: "mod" not
+ * followed by a letter, outside a literal, is refused outright (no node of
+ * the module is named so; "mode" passes).
+ */
+int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath);
 
 #endif

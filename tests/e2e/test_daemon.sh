@@ -457,6 +457,25 @@ test_bad_addresses_in_rpcs_are_refused_with_the_path()
 	fi
 }
 
+# libyang 2.1 dies of SIGFPE on `mod` by zero (or NaN) in an XPath: a get or
+# a delete with one is refused, and the daemon lives; names with "mod" in
+# them (cache/mode) still work.
+test_an_xpath_with_mod_is_refused_and_the_daemon_lives()
+{
+	local s
+	s=$(d_sock small)
+	expect_status 1 ctl "$s" get all 'count(/lcfib:lcfib) mod 0'
+	expect_match "$OUT" "operator 'mod' is not supported" "the error of a get"
+	expect_status 1 ctl "$s" get state 'x mod y'
+	expect_status 1 ctl "$s" get state '1mod(0)'
+	expect_status 1 ctl "$s" get state 'count(/lcfib:lcfib) mod'
+	expect_status 1 ctl "$s" edit delete '/lcfib:lcfib/sync-mem[. mod 0 = 1]'
+	expect_match "$OUT" "operator 'mod' is not supported" "the error of a delete"
+	kill -0 "$(d_pid small)" || fail "lcfibd is gone"
+	expect_status 0 ctl "$s" get config /lcfib:lcfib/cache/mode
+	expect_status 0 ctl "$s" get state "/lcfib:lcfib/state/routes[. = 'mod']"
+}
+
 # A 10-line route file, bad at lines 3, 6 and 9, in table 42.
 write_bad_file()
 {
@@ -683,6 +702,7 @@ t_run test_a_relative_load_path_is_resolved_against_the_callers_directory
 if d_start small; then
 	t_run test_out_of_range_and_malformed_config_edits_change_nothing
 	t_run test_bad_addresses_in_rpcs_are_refused_with_the_path
+	t_run test_an_xpath_with_mod_is_refused_and_the_daemon_lives
 	t_run test_route_file_errors_are_reported_at_file_line_and_nothing_applies
 	t_run test_skip_bad_lines_applies_the_good_lines_and_lists_each_bad_one
 	t_run test_route_file_failing_at_apply_time_rolls_back_everything

@@ -118,7 +118,8 @@ frame()
 }
 
 # The control socket's seeds: one request of each kind, and a few in a row
-# (config data sent as an rpc: libyang leaked it before ctl.c checked the name).
+# (config data sent as an rpc: libyang leaked it before ctl.c checked the name;
+# a get with `mod` by zero: libyang 2.1 died of SIGFPE before err.c refused it).
 seed_ctl()
 {
 	local d=$tmp/corpus/fuzz_ctl i=0 f
@@ -136,7 +137,8 @@ seed_ctl()
 		"$(frame 3 0 '{"lcfib:routes":{"format":"text"}}')$(frame 3 0 '{"lcfib:routes":{"format":"json-lines","limit":1}}')" \
 		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
 		"$(frame 3 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
-		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')"; do
+		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')" \
+		"$(frame 1 3 'count(/lcfib:lcfib) mod 0')$(frame 1 1 'line mod 4')$(frame 1 1 '1 mod')"; do
 		# shellcheck disable=SC2059 # the frame is made of escapes for printf
 		printf "$f" >"$d/seed-$((i++))"
 	done

@@ -379,6 +379,7 @@ static int state_cache(struct lcfibd *d, struct lyd_node *st)
 	ret |= state_u64(n, "evictions", s.st.evictions);
 	ret |= state_u64(n, "invalidations", s.st.invalidations);
 	ret |= state_u64(n, "rotations", s.st.rotations);
+	ret |= state_u64(n, "bypassed", s.st.bypassed);
 	return ret;
 }
 

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@
 #include "lib/cache.h"
 #include "lib/cache-int.h"
 #include "lib/err.h"
+
+#define CACHE_HUGE_PAGE (2u << 20)
 
 /* List types: the LRU's, then a thread's local lists (common mode). */
 enum {
@@ -130,7 +133,7 @@ void cache_gens_end(struct cache_gens *g)
 
 static struct cache_link *cache_link(struct cache *c, uint32_t i)
 {
-	return i < c->n ? &c->elems[i].l : &c->heads[i - c->n];
+	return i < c->n ? &c->nodes[i].l : &c->heads[i - c->n];
 }
 
 static void cache_list_init(struct cache *c, uint32_t head)
@@ -210,7 +213,7 @@ static struct cache_elem *cache_chain_key(struct cache *c, struct cache_bucket *
 static bool cache_del_from_hash(struct cache *c, struct cache_thread *t, uint32_t i)
 {
 	struct cache_elem *e = &c->elems[i];
-	struct cache_bucket *b = cache_bucket(c, CACHE_LOAD(e->hash));
+	struct cache_bucket *b = cache_bucket(c, CACHE_LOAD(c->nodes[i].hash));
 	uint32_t *pp;
 
 	cache_lock(&b->lock);
@@ -256,7 +259,7 @@ static bool cache_lru_type(uint8_t type)
 /* Moves @i to the head of @l's list @tgt, clearing its ref (bpf_lru's __bpf_lru_node_move). */
 static void cache_lru_move(struct cache *c, struct cache_lru *l, uint32_t i, uint8_t tgt)
 {
-	struct cache_elem *e = &c->elems[i];
+	struct cache_node *e = &c->nodes[i];
 
 	if (cache_lru_type(e->type))
 		l->count[e->type]--;
@@ -273,7 +276,7 @@ static void cache_lru_move(struct cache *c, struct cache_lru *l, uint32_t i, uin
 static void cache_lru_move_out(struct cache *c, struct cache_lru *l, uint32_t i, uint32_t head,
 			       uint8_t tgt)
 {
-	struct cache_elem *e = &c->elems[i];
+	struct cache_node *e = &c->nodes[i];
 
 	if (cache_lru_type(e->type))
 		l->count[e->type]--;
@@ -294,11 +297,11 @@ static void cache_rotate_active(struct cache *c, struct cache_lru *l)
 	uint32_t i = cache_list_tail(c, head);
 
 	for (unsigned int n = 0; i != head;) {
-		uint32_t prev = c->elems[i].l.prev;
+		uint32_t prev = c->nodes[i].l.prev;
 		bool last = i == first;
 
 		cache_lru_move(c, l, i,
-			       CACHE_LOAD(c->elems[i].ref) ? CACHE_T_ACTIVE : CACHE_T_INACTIVE);
+			       CACHE_LOAD(c->nodes[i].ref) ? CACHE_T_ACTIVE : CACHE_T_INACTIVE);
 		if (++n == c->cfg.nr_scans || last)
 			break;
 		i = prev;
@@ -325,8 +328,8 @@ static void cache_rotate_inactive(struct cache *c, struct cache_lru *l)
 			cur = cache_link(c, cur)->prev;
 			continue;
 		}
-		next = c->elems[cur].l.prev;
-		if (CACHE_LOAD(c->elems[cur].ref))
+		next = c->nodes[cur].l.prev;
+		if (CACHE_LOAD(c->nodes[cur].ref))
 			cache_lru_move(c, l, cur, CACHE_T_ACTIVE);
 		if (cur == last)
 			break;
@@ -357,9 +360,9 @@ static unsigned int cache_shrink(struct cache *c, struct cache_thread *t, struct
 	unsigned int done = 0;
 
 	for (unsigned int n = 0; i != ih && n < c->cfg.nr_scans; n++) {
-		uint32_t prev = c->elems[i].l.prev;
+		uint32_t prev = c->nodes[i].l.prev;
 
-		if (CACHE_LOAD(c->elems[i].ref)) {
+		if (CACHE_LOAD(c->nodes[i].ref)) {
 			cache_lru_move(c, l, i, CACHE_T_ACTIVE);
 		} else if (cache_del_from_hash(c, t, i)) {
 			cache_lru_move_out(c, l, i, head, tgt);
@@ -371,7 +374,7 @@ static unsigned int cache_shrink(struct cache *c, struct cache_thread *t, struct
 	if (done)
 		return done;
 	force = cache_list_empty(c, ih) ? l->head[CACHE_T_ACTIVE] : ih;
-	for (i = cache_list_tail(c, force); i != force; i = c->elems[i].l.prev) {
+	for (i = cache_list_tail(c, force); i != force; i = c->nodes[i].l.prev) {
 		if (cache_del_from_hash(c, t, i)) {
 			cache_lru_move_out(c, l, i, head, tgt);
 			return 1;
@@ -443,8 +446,8 @@ static uint32_t cache_loc_pop_pending(struct cache *c, struct cache_thread *t,
 	uint32_t ph = loc->head[1];
 
 	for (int force = 0; force < 2; force++) {
-		for (uint32_t i = cache_list_tail(c, ph); i != ph; i = c->elems[i].l.prev) {
-			if ((force || !CACHE_LOAD(c->elems[i].ref)) &&
+		for (uint32_t i = cache_list_tail(c, ph); i != ph; i = c->nodes[i].l.prev) {
+			if ((force || !CACHE_LOAD(c->nodes[i].ref)) &&
 			    cache_del_from_hash(c, t, i)) {
 				cache_list_del(c, i);
 				return i;
@@ -457,7 +460,7 @@ static uint32_t cache_loc_pop_pending(struct cache *c, struct cache_thread *t,
 static void cache_loc_add_pending(struct cache *c, struct cache_loc *loc, uint32_t i,
 				  unsigned int owner)
 {
-	struct cache_elem *e = &c->elems[i];
+	struct cache_node *e = &c->nodes[i];
 
 	e->type = CACHE_T_LPENDING;
 	e->owner = (uint16_t)owner;
@@ -479,7 +482,7 @@ static void cache_loc_refill(struct cache *c, struct cache_thread *t, struct cac
 
 	cache_lock(&l->lock);
 	while ((i = cache_list_tail(c, ph)) != ph) {
-		struct cache_elem *e = &c->elems[i];
+		struct cache_node *e = &c->nodes[i];
 		uint8_t tgt = CACHE_LOAD(e->ref) ? CACHE_T_ACTIVE : CACHE_T_INACTIVE;
 
 		cache_list_del(c, i);
@@ -582,7 +585,7 @@ static uint32_t cache_common_pop_free(struct cache *c, struct cache_thread *t)
 static void cache_common_push_free(struct cache *c, struct cache_thread *t, uint32_t i)
 {
 	struct cache_loc *loc = &c->loc[t->idx];
-	struct cache_elem *e = &c->elems[i];
+	struct cache_node *e = &c->nodes[i];
 
 	cache_lock(&loc->lock);
 	if (e->type == CACHE_T_LPENDING && e->owner == t->idx) {
@@ -602,22 +605,54 @@ static void cache_common_push_free(struct cache *c, struct cache_thread *t, uint
 
 /* ---------------------------------------------------------------- fills */
 
+/*
+ * Second-miss admission (CACHE_F_ADMIT_SECOND): whether a key of hash @h,
+ * not in the cache, is stored now; if not, it is remembered.
+ */
+static bool cache_door_admit(struct cache_thread *t, uint32_t h)
+{
+	/* Other bits of the hash than the bucket's low ones. */
+	uint32_t b = ((h >> 16) | (h << 16)) & t->door_mask;
+	uint64_t *w = &t->door[b / 64], bit = 1ull << (b % 64);
+
+	if (*w & bit)
+		return true;
+	if (!t->door_left--) {
+		memset(t->door, 0, ((size_t)t->door_mask + 1) / 8);
+		t->door_left = (t->door_mask + 1) / 8;
+	}
+	*w |= bit;
+	return false;
+}
+
+/*
+ * Stores an answer for key (@k0, @k1). @absent: the reader's probe walked
+ * the whole chain without meeting the key, so it is not looked for before
+ * an element is taken (another thread may store it meanwhile: the second
+ * look, under the bucket's lock, settles that).
+ */
 static void cache_fill(struct cache *c, struct cache_thread *t, uint64_t k0, uint64_t k1,
-		       const uint64_t v[2], int found, uint32_t gen)
+		       const uint64_t v[2], int found, uint32_t gen, bool absent)
 {
 	uint32_t h = cache_hash(k0, k1), i;
 	struct cache_bucket *b = cache_bucket(c, h);
-	struct cache_elem *e, *x;
+	struct cache_elem *e, *x = NULL;
 
 	/* The key may be there with an old generation: refresh it in place. */
-	cache_lock(&b->lock);
-	x = cache_chain_key(c, b, k0, k1);
-	if (x)
-		cache_elem_rewrite(x, v, found, gen);
-	cache_unlock(&b->lock);
-	if (x)
-		goto filled;
+	if (!absent) {
+		cache_lock(&b->lock);
+		x = cache_chain_key(c, b, k0, k1);
+		if (x)
+			cache_elem_rewrite(x, v, found, gen);
+		cache_unlock(&b->lock);
+		if (x)
+			goto filled;
+	}
 
+	if (t->door && !cache_door_admit(t, h)) {
+		CACHE_INC(t->st.first_misses);
+		return;
+	}
 	i = c->cfg.mode == CACHE_PERTHREAD ? cache_pt_pop_free(c, t) : cache_common_pop_free(c, t);
 	if (i == UINT32_MAX) {
 		CACHE_INC(t->st.fill_skips);
@@ -627,7 +662,7 @@ static void cache_fill(struct cache *c, struct cache_thread *t, uint64_t k0, uin
 	/* Odd since it left the hash (or since the start): readers of its old self miss. */
 	CACHE_STORE(e->key[0], k0);
 	CACHE_STORE(e->key[1], k1);
-	CACHE_STORE(e->hash, h);
+	CACHE_STORE(c->nodes[i].hash, h);
 	cache_elem_write(e, v, found, gen);
 
 	cache_lock(&b->lock);
@@ -651,13 +686,67 @@ filled:
 	CACHE_INC(t->st.fills);
 }
 
+/* The flood guard (lib/cache.h): the end of a window, whether the thread bypasses the cache. */
+static void cache_flood_window_end(struct cache_thread *t)
+{
+	uint64_t hits = CACHE_LOAD(t->st.hits) - t->win_hits;
+
+	/* hits / (hits + misses) < 1 / CACHE_FLOOD_RATIO: a flood */
+	if (hits * CACHE_FLOOD_RATIO >= hits + t->win_misses)
+		t->flood = 0;
+	else if (!t->flood)
+		t->flood = (uint32_t)CACHE_LOAD(t->st.misses) * 0x9e3779b1u | 1; /* a seed, not 0 */
+	t->win_hits = CACHE_LOAD(t->st.hits);
+	t->win_misses = 0;
+}
+
+/* At every miss that probed the cache: a window is CACHE_FLOOD_WINDOW of them. */
+static void cache_flood_watch(const struct cache *c, struct cache_thread *t)
+{
+	if (!(c->cfg.flags & CACHE_F_NO_FLOOD_GUARD) && ++t->win_misses >= CACHE_FLOOD_WINDOW)
+		cache_flood_window_end(t);
+}
+
+/*
+ * While bypassing, after a sampled lookup: enough hits end the window
+ * early. Without this, a thread whose traffic came back to a cached set
+ * would count too few misses ever to end it.
+ */
+static void cache_flood_watch_hits(struct cache_thread *t)
+{
+	if (t->flood &&
+	    CACHE_LOAD(t->st.hits) - t->win_hits >= CACHE_FLOOD_WINDOW / CACHE_FLOOD_RATIO)
+		cache_flood_window_end(t);
+}
+
+/*
+ * While the guard is on: whether this lookup bypasses the cache. One in
+ * CACHE_FLOOD_SAMPLE does not, drawn at random (xorshift): every 64th
+ * would sample the same addresses of a stream that repeats with a period
+ * of a multiple of 64, and find them cached.
+ */
+static bool cache_bypass(struct cache_thread *t)
+{
+	uint32_t x = t->flood;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	t->flood = x;
+	if (x % CACHE_FLOOD_SAMPLE) {
+		CACHE_INC(t->st.bypassed);
+		return true;
+	}
+	return false;
+}
+
 /*
  * The miss path's ordering (see lib/cache.h): sequence, generation, trie,
  * sequence. Returns whether a route matched, with it in *@out.
  */
 static bool cache_resolve(struct cache *c, struct cache_thread *t, uint64_t k0, uint64_t k1,
 			  const struct fib_route *r, uint32_t s1, uint32_t gen,
-			  struct fib_route *out)
+			  struct fib_route *out, bool absent)
 {
 	uint64_t v[2] = { 0, 0 };
 
@@ -665,9 +754,10 @@ static bool cache_resolve(struct cache *c, struct cache_thread *t, uint64_t k0, 
 		memcpy(v, r, sizeof(v));
 		*out = *r;
 	}
+	cache_flood_watch(c, t);
 	CACHE_FENCE_ACQ();
 	if (!(s1 & 1) && CACHE_LOAD(c->gens->seq) == s1)
-		cache_fill(c, t, k0, k1, v, r != NULL, gen);
+		cache_fill(c, t, k0, k1, v, r != NULL, gen, absent);
 	else
 		CACHE_INC(t->st.fill_skips);
 	return r != NULL;
@@ -682,7 +772,7 @@ bool cache_miss4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, str
 	uint32_t gen = CACHE_LOAD_ACQ(c->gens->slot[slot]);
 
 	CACHE_INC(t->st.misses);
-	return cache_resolve(c, t, addr, 0, fib_lookup4_rcu(c->tb, addr), s1, gen, out);
+	return cache_resolve(c, t, addr, 0, fib_lookup4_rcu(c->tb, addr), s1, gen, out, false);
 }
 
 bool cache_miss6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
@@ -695,7 +785,199 @@ bool cache_miss6_rcu(struct cache *c, struct cache_thread *t, const struct in6_a
 	uint32_t gen = CACHE_LOAD_ACQ(c->gens->slot[slot]);
 
 	CACHE_INC(t->st.misses);
-	return cache_resolve(c, t, hi, (uint64_t)k, fib_lookup6_rcu(c->tb, addr), s1, gen, out);
+	return cache_resolve(c, t, hi, (uint64_t)k, fib_lookup6_rcu(c->tb, addr), s1, gen, out,
+			     false);
+}
+
+/*
+ * A batch's probes (cache_lookup4_batch_rcu()): every key's bucket is
+ * fetched, then every first element, then the chains are walked. Hits go
+ * to out[] and *@found; the misses' indexes to @miss (their number is
+ * returned), and whether each key's chain ended without it to @absent.
+ */
+static unsigned int cache_batch_probe(struct cache *c, struct cache_thread *t, const uint64_t *k0,
+				      const uint64_t *k1, const uint32_t *slot,
+				      struct fib_route *out, uint64_t *found, uint8_t *miss,
+				      bool *absent, unsigned int n)
+{
+	uint32_t first[CACHE_BATCH_MAX];
+	unsigned int nm = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		first[i] = cache_hash(k0[i], k1[i]) & c->bucket_mask;
+		__builtin_prefetch(&c->buckets[first[i]]);
+		__builtin_prefetch(&c->gens->slot[slot[i]]);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		first[i] = CACHE_LOAD_ACQ(c->buckets[first[i]].first);
+		if (!(first[i] & CACHE_NULLS)) {
+			__builtin_prefetch(&c->elems[first[i]]);
+			__builtin_prefetch(&c->nodes[first[i]]);
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		int r = cache_chain_hit_rcu(c, t, first[i], k0[i], k1[i], slot[i], &out[i]);
+
+		if (r > 0) {
+			*found |= 1ull << i;
+		} else if (r < 0) {
+			absent[nm] = r == -2;
+			miss[nm++] = (uint8_t)i;
+		}
+	}
+	return nm;
+}
+
+/* A lookup through the cache whatever the flood guard says: probe, then miss. */
+static bool cache_through4(struct cache *c, struct cache_thread *t, uint32_t addr,
+			   struct fib_route *out)
+{
+	int hit = cache_hit_rcu(c, t, addr, 0, cache_gen_slot4(addr), out);
+
+	return hit >= 0 ? hit : cache_miss4_rcu(c, t, addr, out);
+}
+
+static bool cache_through6(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
+			   struct fib_route *out)
+{
+	trie_key6 k = addr_key6_raw(addr);
+	int hit = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
+				cache_gen_slot6((uint64_t)(k >> 64)), out);
+
+	return hit >= 0 ? hit : cache_miss6_rcu(c, t, addr, out);
+}
+
+static bool cache_copy(const struct fib_route *r, struct fib_route *out)
+{
+	if (r)
+		*out = *r;
+	return r != NULL;
+}
+
+/*
+ * A batch while the flood guard is on: the trie's answers in @res, but for
+ * the sampled lookups, which go through the cache (@a4 or @a6 their addresses).
+ */
+static uint64_t cache_batch_bypass(struct cache *c, struct cache_thread *t, const uint32_t *a4,
+				   const struct in6_addr *a6, const struct fib_route **res,
+				   struct fib_route *out, unsigned int n)
+{
+	uint64_t found = 0;
+	bool hit;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (res[i])
+			__builtin_prefetch(res[i]);
+	for (unsigned int i = 0; i < n; i++) {
+		if (t->flood && cache_bypass(t))
+			hit = cache_copy(res[i], &out[i]);
+		else { /* sampled, or the guard went off: probe and fill as always */
+			hit = a4 ? cache_through4(c, t, a4[i], &out[i])
+				 : cache_through6(c, t, &a6[i], &out[i]);
+			cache_flood_watch_hits(t);
+		}
+		found |= (uint64_t)hit << i;
+	}
+	return found;
+}
+
+/* The trie's answers for @n addresses of @a4 (or @a6), those at @idx[] when not NULL. */
+static void cache_trie_batch(const struct cache *c, const uint32_t *a4, const struct in6_addr *a6,
+			     const uint8_t *idx, const struct fib_route **res, unsigned int n)
+{
+	uint32_t m4[CACHE_BATCH_MAX];
+	struct in6_addr m6[CACHE_BATCH_MAX];
+
+	if (a4) {
+		for (unsigned int j = 0; idx && j < n; j++)
+			m4[j] = a4[idx[j]];
+		fib_lookup4_batch_rcu(c->tb, idx ? m4 : a4, res, n);
+	} else {
+		for (unsigned int j = 0; idx && j < n; j++)
+			m6[j] = a6[idx[j]];
+		fib_lookup6_batch_rcu(c->tb, idx ? m6 : a6, res, n);
+	}
+}
+
+/* cache_lookup4_batch_rcu() with @a4, or cache_lookup6_batch_rcu() with @a6. */
+static uint64_t cache_batch(struct cache *c, struct cache_thread *t, const uint32_t *a4,
+			    const struct in6_addr *a6, struct fib_route *out, unsigned int n)
+{
+	uint64_t k0[CACHE_BATCH_MAX], k1[CACHE_BATCH_MAX], found = 0;
+	uint32_t slot[CACHE_BATCH_MAX], gen[CACHE_BATCH_MAX], s1;
+	const struct fib_route *res[CACHE_BATCH_MAX];
+	uint8_t miss[CACHE_BATCH_MAX];
+	bool absent[CACHE_BATCH_MAX];
+	unsigned int nm;
+
+	if (n > CACHE_BATCH_MAX)
+		n = CACHE_BATCH_MAX;
+	if (t->flood) {
+		cache_trie_batch(c, a4, a6, NULL, res, n);
+		return cache_batch_bypass(c, t, a4, a6, res, out, n);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		trie_key6 k = a4 ? a4[i] : addr_key6_raw(&a6[i]);
+
+		k0[i] = a4 ? (uint64_t)k : (uint64_t)(k >> 64);
+		k1[i] = a4 ? 0 : (uint64_t)k;
+		slot[i] = a4 ? cache_gen_slot4(a4[i]) : cache_gen_slot6(k0[i]);
+	}
+	nm = cache_batch_probe(c, t, k0, k1, slot, out, &found, miss, absent, n);
+	if (!nm)
+		return found;
+	/* The miss path's order, for all of them at once: sequence, generations, trie. */
+	s1 = CACHE_LOAD_ACQ(c->gens->seq);
+	for (unsigned int j = 0; j < nm; j++)
+		gen[j] = CACHE_LOAD_ACQ(c->gens->slot[slot[miss[j]]]);
+	CACHE_STORE(t->st.misses, CACHE_LOAD(t->st.misses) + nm);
+	cache_trie_batch(c, a4, a6, miss, res, nm);
+	/* The routes are copied: their leaves (which the walk may not have read) all at once. */
+	for (unsigned int j = 0; j < nm; j++)
+		if (res[j])
+			__builtin_prefetch(res[j]);
+	for (unsigned int j = 0; j < nm; j++) {
+		unsigned int i = miss[j];
+
+		if (cache_resolve(c, t, k0[i], k1[i], res[j], s1, gen[j], &out[i], absent[j]))
+			found |= 1ull << i;
+	}
+	return found;
+}
+
+uint64_t cache_lookup4_batch_rcu(struct cache *c, struct cache_thread *t, const uint32_t *addr,
+				 struct fib_route *out, unsigned int n)
+{
+	return cache_batch(c, t, addr, NULL, out, n);
+}
+
+uint64_t cache_lookup6_batch_rcu(struct cache *c, struct cache_thread *t,
+				 const struct in6_addr *addr, struct fib_route *out, unsigned int n)
+{
+	return cache_batch(c, t, NULL, addr, out, n);
+}
+
+bool cache_flood4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, struct fib_route *out)
+{
+	bool found;
+
+	if (cache_bypass(t))
+		return cache_copy(fib_lookup4_rcu(c->tb, addr), out);
+	found = cache_through4(c, t, addr, out);
+	cache_flood_watch_hits(t);
+	return found;
+}
+
+bool cache_flood6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
+		      struct fib_route *out)
+{
+	bool found;
+
+	if (cache_bypass(t))
+		return cache_copy(fib_lookup6_rcu(c->tb, addr), out);
+	found = cache_through6(c, t, addr, out);
+	cache_flood_watch_hits(t);
+	return found;
 }
 
 bool cache_lookup4_call_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,
@@ -712,6 +994,10 @@ static int cache_cfg_check(const struct cache_cfg *in, struct cache_cfg *cfg, st
 	if (cfg->threads < 1 || cfg->threads > CACHE_MAX_THREADS) {
 		err_set(err, "cache: threads %u out of range 1..%u", cfg->threads,
 			CACHE_MAX_THREADS);
+		return -EINVAL;
+	}
+	if (cfg->flags & ~(unsigned int)CACHE_F_ALL) {
+		err_set(err, "cache: unknown flags 0x%x", cfg->flags & ~(unsigned int)CACHE_F_ALL);
 		return -EINVAL;
 	}
 	if (cfg->mode != CACHE_COMMON && cfg->mode != CACHE_PERTHREAD) {
@@ -751,13 +1037,13 @@ static void cache_populate(struct cache *c)
 	unsigned int nt = c->cfg.threads;
 
 	for (uint32_t i = 0; i < c->n; i++) {
-		struct cache_elem *e = &c->elems[i];
+		struct cache_node *e = &c->nodes[i];
 		unsigned int owner = c->cfg.mode == CACHE_PERTHREAD
 					     ? (unsigned int)((uint64_t)i * nt / c->n)
 					     : 0;
 		struct cache_lru *l = &c->lru[owner];
 
-		e->seq = 1;
+		c->elems[i].seq = 1;
 		e->owner = (uint16_t)owner;
 		cache_list_add(c, l->head[CACHE_T_FREE], i);
 		e->type = CACHE_T_FREE;
@@ -774,22 +1060,62 @@ static uint32_t cache_roundup_pow2(uint32_t x)
 	return p;
 }
 
+/*
+ * The arrays a probe reads (buckets, elements, nodes): on huge pages where
+ * the kernel has them, as a probe is one random read of each and a TLB
+ * miss would cost as much as the read. Zeroed.
+ */
+static void *cache_array_alloc(size_t size)
+{
+	size_t align = size >= CACHE_HUGE_PAGE ? CACHE_HUGE_PAGE : 64;
+	void *p;
+
+	if (posix_memalign(&p, align, size))
+		return NULL;
+	if (align == CACHE_HUGE_PAGE)
+		madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
+	memset(p, 0, size);
+	return p;
+}
+
+/* Second-miss admission's bitmaps: 8 bits an element of a thread's share (at least 4096). */
+static int cache_door_alloc(struct cache *c)
+{
+	unsigned int nt = c->cfg.threads;
+	uint64_t want = 8ull * (c->n / nt + 1);
+	uint32_t bits = cache_roundup_pow2(want < 4096       ? 4096
+					   : want > 1u << 31 ? 1u << 31
+							     : (uint32_t)want);
+	size_t words;
+
+	words = bits / 64;
+	c->door = cache_array_alloc(nt * words * sizeof(uint64_t));
+	if (!c->door)
+		return -ENOMEM;
+	for (unsigned int k = 0; k < nt; k++) {
+		c->thr[k].door = c->door + k * words;
+		c->thr[k].door_mask = bits - 1;
+		c->thr[k].door_left = bits / 8;
+	}
+	return 0;
+}
+
 static int cache_alloc(struct cache *c)
 {
 	unsigned int nt = c->cfg.threads;
 	unsigned int n_lru = c->cfg.mode == CACHE_PERTHREAD ? nt : 1;
 	uint32_t nb = cache_roundup_pow2(c->n), next_head = c->n;
 
-	c->elems = aligned_alloc(64, (size_t)c->n * sizeof(*c->elems));
-	c->buckets = calloc(nb, sizeof(*c->buckets));
+	c->elems = cache_array_alloc((size_t)c->n * sizeof(*c->elems));
+	c->nodes = cache_array_alloc((size_t)c->n * sizeof(*c->nodes));
+	c->buckets = cache_array_alloc((size_t)nb * sizeof(*c->buckets));
 	c->thr = aligned_alloc(64, nt * sizeof(*c->thr));
 	c->lru = aligned_alloc(64, n_lru * sizeof(*c->lru));
 	c->loc = c->cfg.mode == CACHE_COMMON ? aligned_alloc(64, nt * sizeof(*c->loc)) : NULL;
 	c->heads = calloc(3 * n_lru + 2 * nt, sizeof(*c->heads));
-	if (!c->elems || !c->buckets || !c->thr || !c->lru || !c->heads ||
+	if (!c->elems || !c->nodes || !c->buckets || !c->thr || !c->lru || !c->heads ||
 	    (c->cfg.mode == CACHE_COMMON && !c->loc))
 		return -ENOMEM;
-	memset(c->elems, 0, (size_t)c->n * sizeof(*c->elems));
 	memset(c->thr, 0, nt * sizeof(*c->thr));
 	memset(c->lru, 0, n_lru * sizeof(*c->lru));
 	c->bucket_mask = nb - 1;
@@ -797,6 +1123,8 @@ static int cache_alloc(struct cache *c)
 		c->buckets[b].first = CACHE_NULLS | b;
 	for (unsigned int k = 0; k < nt; k++)
 		c->thr[k].idx = k;
+	if ((c->cfg.flags & CACHE_F_ADMIT_SECOND) && cache_door_alloc(c))
+		return -ENOMEM;
 	for (unsigned int k = 0; k < n_lru; k++)
 		cache_lru_init(c, &c->lru[k], &next_head);
 	if (c->loc) {
@@ -860,6 +1188,8 @@ void cache_destroy(struct cache *c)
 	if (!c)
 		return;
 	free(c->elems);
+	free(c->nodes);
+	free(c->door);
 	free(c->buckets);
 	free(c->thr);
 	free(c->lru);

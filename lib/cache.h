@@ -81,16 +81,51 @@ enum cache_mode {
 #define CACHE_NR_SCANS_COMMON    16 /* the kernel's LRU default */
 #define CACHE_NR_SCANS_PERTHREAD 4  /* the kernel's PERCPU_NR_SCANS */
 
-/* Benchmarks only: switch off the lock-free empty-list skip, or the size floor. */
-#define CACHE_F_NO_EMPTY_SKIP 0x1
-#define CACHE_F_NO_FLOOR      0x2
+/*
+ * Benchmarks only: switch off the lock-free empty-list skip, the size
+ * floor, or the flood guard (below).
+ */
+#define CACHE_F_NO_EMPTY_SKIP  0x1
+#define CACHE_F_NO_FLOOR       0x2
+#define CACHE_F_NO_FLOOD_GUARD 0x4
+/*
+ * Second-miss admission (a choice, not the kernel's): a miss stores a new
+ * address only if the thread missed on it once before, recently. Each
+ * thread keeps a bitmap of the addresses it missed (a TinyLFU doorkeeper:
+ * 8 bits an element of its share, cleared once it has taken as many
+ * addresses as the share has elements, so at most one bit in 8 is set). On
+ * skewed traffic most misses are first and only sightings: they cost a
+ * bit instead of a fill (which rotates and evicts), and they no longer
+ * push out destinations that come back.
+ */
+#define CACHE_F_ADMIT_SECOND 0x8
+#define CACHE_F_ALL          0xf
+
+/*
+ * The flood guard. A thread whose lookups mostly miss (a scan of random
+ * destinations, an attack) gains nothing from the cache and pays for it:
+ * a miss probes a cold bucket and element before the trie walk, and a
+ * fill in a full cache costs several trie lookups (it rotates and evicts:
+ * cold elements and buckets, two locks), evicting hot destinations for
+ * addresses never seen again. So each thread looks at its last
+ * CACHE_FLOOD_WINDOW misses: when the hits among them were fewer than one
+ * lookup in CACHE_FLOOD_RATIO, its lookups go to the trie alone, but for
+ * one in CACHE_FLOOD_SAMPLE, which goes through the cache (probe, and fill
+ * on a miss) as always. Those keep measuring the hit ratio, so a window
+ * with hits again ends the bypass; the cached destinations stay, and a
+ * destination that comes often still gets in. Traffic with a working set
+ * (a hit ratio above 1 / CACHE_FLOOD_RATIO) never sees the guard.
+ */
+#define CACHE_FLOOD_WINDOW 1024 /* misses */
+#define CACHE_FLOOD_RATIO  16   /* a flood: hits < lookups / 16 in the window */
+#define CACHE_FLOOD_SAMPLE 64   /* then 1 lookup in 64, at random, goes through the cache */
 
 struct cache_cfg {
 	uint32_t size;        /* elements; raised to CACHE_MIN_PER_THREAD * threads */
 	unsigned int threads; /* reader thread indexes, 1..CACHE_MAX_THREADS */
 	enum cache_mode mode;
 	unsigned int nr_scans; /* 1..128; 0: 16 common, 4 per-thread */
-	unsigned int flags;    /* CACHE_F_* */
+	unsigned int flags;    /* CACHE_F_*: the benchmarks' switches, second-miss admission */
 };
 
 struct cache_stats {
@@ -103,6 +138,8 @@ struct cache_stats {
 	uint64_t rotations;     /* LRU rotations */
 	uint64_t steal_locks;   /* other threads' lists locked looking for an element */
 	uint64_t steal_skips;   /* ... and skipped as empty without their lock */
+	uint64_t bypassed;      /* lookups the flood guard sent to the trie alone */
+	uint64_t first_misses;  /* misses not stored: first sightings (CACHE_F_ADMIT_SECOND) */
 };
 
 /* ----------------------------------------------- generations (per table) */
@@ -142,21 +179,30 @@ struct cache_link {
 	uint32_t prev, next;
 };
 
+/* An element's answer: one cache line, what a hit reads. */
 struct cache_elem {
 	uint32_t seq;  /* seqcount: odd while free or being written */
 	uint32_t gen;  /* the slot's generation the answer was read under */
 	uint32_t next; /* hash chain: element index, or CACHE_NULLS | bucket */
-	uint32_t hash;
+	uint8_t found; /* 0: no route matched (a negative answer) */
+	uint8_t pad[3];
 	uint64_t key[2]; /* IPv4: key[0] = address; IPv6: high, low halves */
 	uint64_t val[2]; /* a struct fib_route, copied */
-	uint8_t ref;     /* set by a hit when clear; cleared by the LRU */
-	uint8_t found;   /* 0: no route matched (a negative answer) */
-	uint8_t type;    /* the list it is on (under that list's lock) */
-	uint8_t pad;
-	uint16_t owner; /* its thread's lists (pending, or per-thread mode) */
-	uint16_t pad2;
-	struct cache_link l; /* LRU list links */
 } __attribute__((aligned(64)));
+
+/*
+ * An element's LRU part, in an array of its own (16 bytes, 4 a cache
+ * line): rotations and evictions walk the lists in it without reading the
+ * elements' lines, which are cold at the inactive end. The kernel embeds
+ * the node in the element; apart, a walk costs a quarter of the lines.
+ */
+struct cache_node {
+	struct cache_link l; /* LRU list links */
+	uint32_t hash;       /* the key's, to find its bucket when evicted */
+	uint8_t ref;         /* set by a hit when clear; cleared by the LRU */
+	uint8_t type;        /* the list it is on (under that list's lock) */
+	uint16_t owner;      /* its thread's lists (pending, or per-thread mode) */
+};
 
 struct cache_bucket {
 	uint32_t first;
@@ -166,6 +212,14 @@ struct cache_bucket {
 struct cache_thread {
 	struct cache_stats st;
 	unsigned int idx;
+	/* The flood guard (only the thread itself uses these). */
+	uint32_t flood;      /* 0, or bypassing: the sampler's state (never 0) */
+	uint32_t win_misses; /* misses in the window */
+	uint64_t win_hits;   /* st.hits when the window began */
+	/* Second-miss admission's bitmap (NULL without it): addresses missed. */
+	uint64_t *door;
+	uint32_t door_mask; /* bits - 1 */
+	uint32_t door_left; /* addresses it takes before it is cleared */
 } __attribute__((aligned(64)));
 
 struct cache_lru;
@@ -173,6 +227,8 @@ struct cache_loc;
 
 struct cache {
 	struct cache_elem *elems;
+	struct cache_node *nodes; /* the elements' LRU parts, same index */
+	uint64_t *door;           /* second-miss admission's bitmaps, a slice a thread */
 	struct cache_bucket *buckets;
 	uint32_t bucket_mask;
 	uint32_t n; /* elements */
@@ -219,15 +275,14 @@ static inline uint32_t cache_hash(uint64_t k0, uint64_t k1)
 }
 
 /*
- * The hit path: 1 (a route, copied to *@out), 0 (no route), -1 (a miss:
- * absent, being rewritten, or of an old generation).
+ * The hit path from a bucket's first element @i: 1 (a route, copied to
+ * *@out), 0 (no route), -1 (a miss: being rewritten, or of an old
+ * generation), -2 (a miss: the chain ended without the key).
  */
-static inline int cache_hit_rcu(const struct cache *c, struct cache_thread *t, uint64_t k0,
-				uint64_t k1, uint32_t slot, struct fib_route *out)
+static inline int cache_chain_hit_rcu(const struct cache *c, struct cache_thread *t, uint32_t i,
+				      uint64_t k0, uint64_t k1, uint32_t slot,
+				      struct fib_route *out)
 {
-	uint32_t h = cache_hash(k0, k1);
-	uint32_t i = CACHE_LOAD_ACQ(c->buckets[h & c->bucket_mask].first);
-
 	for (unsigned int n = 0; n < CACHE_CHAIN_MAX && !(i & CACHE_NULLS); n++) {
 		struct cache_elem *e = &c->elems[i];
 		uint32_t s = CACHE_LOAD_ACQ(e->seq);
@@ -248,8 +303,8 @@ static inline int cache_hit_rcu(const struct cache *c, struct cache_thread *t, u
 				return -1;
 			}
 			/* Only when clear: a hot element's line is not written on every hit. */
-			if (!CACHE_LOAD(e->ref))
-				CACHE_STORE(e->ref, 1);
+			if (!CACHE_LOAD(c->nodes[i].ref))
+				CACHE_STORE(c->nodes[i].ref, 1);
 			CACHE_INC(t->st.hits);
 			memcpy(out, v, sizeof(*out));
 			return found;
@@ -259,13 +314,30 @@ static inline int cache_hit_rcu(const struct cache *c, struct cache_thread *t, u
 			return -1;
 		i = next;
 	}
-	return -1;
+	return i & CACHE_NULLS ? -2 : -1;
 }
 
-/* Out of line: the miss path (trie lookup, then fill). Use the functions below. */
+/* The hit path: as cache_chain_hit_rcu(), from the key's bucket. */
+static inline int cache_hit_rcu(const struct cache *c, struct cache_thread *t, uint64_t k0,
+				uint64_t k1, uint32_t slot, struct fib_route *out)
+{
+	uint32_t h = cache_hash(k0, k1);
+
+	return cache_chain_hit_rcu(c, t, CACHE_LOAD_ACQ(c->buckets[h & c->bucket_mask].first), k0,
+				   k1, slot, out);
+}
+
+/*
+ * Out of line: the miss path (trie lookup, then fill), and a lookup while
+ * the flood guard is on. Use the functions below.
+ */
 bool cache_miss4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, struct fib_route *out);
 bool cache_miss6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
 		     struct fib_route *out);
+bool cache_flood4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,
+		      struct fib_route *out);
+bool cache_flood6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
+		      struct fib_route *out);
 
 /*
  * Reader. What fib_lookup4_rcu() on the cache's table returns, copied to
@@ -275,8 +347,11 @@ bool cache_miss6_rcu(struct cache *c, struct cache_thread *t, const struct in6_a
 static inline bool cache_lookup4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,
 				     struct fib_route *out)
 {
-	int r = cache_hit_rcu(c, t, addr, 0, cache_gen_slot4(addr), out);
+	int r;
 
+	if (__builtin_expect(t->flood != 0, 0))
+		return cache_flood4_rcu(c, t, addr, out);
+	r = cache_hit_rcu(c, t, addr, 0, cache_gen_slot4(addr), out);
 	if (r >= 0)
 		return r;
 	return cache_miss4_rcu(c, t, addr, out);
@@ -287,13 +362,33 @@ static inline bool cache_lookup6_rcu(struct cache *c, struct cache_thread *t,
 				     const struct in6_addr *addr, struct fib_route *out)
 {
 	trie_key6 k = addr_key6_raw(addr);
-	int r = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
-			      cache_gen_slot6((uint64_t)(k >> 64)), out);
+	int r;
 
+	if (__builtin_expect(t->flood != 0, 0))
+		return cache_flood6_rcu(c, t, addr, out);
+	r = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
+			  cache_gen_slot6((uint64_t)(k >> 64)), out);
 	if (r >= 0)
 		return r;
 	return cache_miss6_rcu(c, t, addr, out);
 }
+
+#define CACHE_BATCH_MAX 64
+
+/*
+ * Reader. @n (at most CACHE_BATCH_MAX) lookups as cache_lookup4_rcu(),
+ * interleaved so that their memory reads overlap: every address's bucket,
+ * then its element, then the misses' trie walks together
+ * (fib_lookup4_batch_rcu()), then their fills. out[i] is as
+ * cache_lookup4_rcu()'s *out; the result has bit i set when a route
+ * matched addr[i]. Each copy's nh is valid until fib_read_unlock().
+ */
+uint64_t cache_lookup4_batch_rcu(struct cache *c, struct cache_thread *t, const uint32_t *addr,
+				 struct fib_route *out, unsigned int n);
+/* Reader. As cache_lookup4_batch_rcu(), for IPv6. */
+uint64_t cache_lookup6_batch_rcu(struct cache *c, struct cache_thread *t,
+				 const struct in6_addr *addr, struct fib_route *out,
+				 unsigned int n);
 
 /* Reader. cache_lookup4_rcu() as a call, not inlined (benchmarks: what inlining saves). */
 bool cache_lookup4_call_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,

@@ -3,7 +3,8 @@
  * The destination cache (lib/cache.h): answers equal the trie's, through
  * evictions, route changes and both modes; the LRU keeps hot keys; the
  * per-thread mode isolates a flood; the size floor and the empty-list
- * skip; and churn while readers hit: a reader never gets an answer older
+ * skip; batches; the flood guard; second-miss admission; and churn while
+ * readers hit: a reader never gets an answer older
  * than the last completed edit, nor a nexthop that was freed.
  *
  * LCFIB_SEED reruns a failure; LCFIB_STRESS scales the churn (0.05 for
@@ -277,6 +278,11 @@ static void test_cache_size_floor_and_settings(void **state)
 	cfg.threads = 0;
 	assert_null(cache_new(f, 0, AF_INET, &cfg, &err));
 	assert_non_null(strstr(err.msg, "threads 0"));
+	cfg.threads = 1;
+	cfg.flags = 0x100;
+	assert_null(cache_new(f, 0, AF_INET, &cfg, &err));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(err.msg, "unknown flags 0x100"));
 	fib_destroy(f);
 }
 
@@ -418,6 +424,258 @@ struct churn_reader {
 	char fail[160];
 };
 
+/*
+ * Batches against the trie, one address at a time: both families and
+ * modes, with and without second-miss admission, batches of every size up
+ * to CACHE_BATCH_MAX, a cache small enough to evict, edits between the
+ * batches (so that answers go stale), and a stretch of unique addresses
+ * long enough for the flood guard to bypass (its batch path) and then let
+ * go when the addresses repeat again.
+ */
+static void batch_model(int family, enum cache_mode mode, unsigned int flags)
+{
+	struct fib *f = fib_new();
+	struct cache_cfg cfg = { .size = 64, .threads = 2, .mode = mode, .flags = flags };
+	struct errbuf err;
+	struct cache *c = cache_new(f, 0, family, &cfg, &err);
+	const struct fib_table *tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
+	struct tdata_rng r;
+	struct cache_stats st;
+	uint64_t bypassed_at_flood_end = 0;
+
+	assert_non_null(c);
+	tdata_rng_seed(&r, seed);
+	for (unsigned int round = 0; round < 6000; round++) {
+		unsigned int n = 1 + (unsigned int)(tdata_rng_next(&r) % CACHE_BATCH_MAX);
+		bool flood = round >= 2000 && round < 4000;
+		struct cache_thread *t = cache_thread(c, round % 2);
+		uint32_t a4[CACHE_BATCH_MAX];
+		struct in6_addr a6[CACHE_BATCH_MAX];
+		struct fib_route out[CACHE_BATCH_MAX];
+		const struct fib_route *want[CACHE_BATCH_MAX];
+		uint64_t found;
+		int bad = -1;
+
+		if (round % 4 ==
+		    0) { /* an edit: a /24 or /16 of 10/8 (a /32 or /24 of 2001::/16) */
+			uint64_t x = tdata_rng_next(&r);
+			unsigned int plen = x & 1 ? 24 : 16;
+			struct nh_path p = gw4((uint32_t)(x >> 40) % 5);
+			struct fib_rcfg rc = { .type = FIB_RT_UNICAST,
+					       .n_paths = 1,
+					       .paths = &p,
+					       .metric = (uint32_t)(x >> 20) % 3,
+					       .flags = FIB_F_CREATE | FIB_F_REPLACE };
+			uint32_t net = 0x0a000000u | ((uint32_t)(x >> 8) & 0x0f0f00u);
+
+			rc.dst.a.family = (sa_family_t)family;
+			if (family == AF_INET) {
+				rc.dst.a.v4.s_addr = htonl(net & ~0u << (32 - plen));
+				rc.dst.plen = (uint8_t)plen;
+			} else {
+				p.gw_family = AF_INET6;
+				p.gw.v6.s6_addr[0] = 0xfe;
+				p.gw.v6.s6_addr[1] = 0x80;
+				p.gw.v6.s6_addr[15] = (uint8_t)(x >> 40) % 5 + 1;
+				rc.dst.a.v6.s6_addr[0] = 0x20;
+				rc.dst.a.v6.s6_addr[1] = 0x01;
+				rc.dst.a.v6.s6_addr[2] = (uint8_t)(net >> 16);
+				rc.dst.a.v6.s6_addr[3] = plen == 24 ? (uint8_t)(net >> 8) : 0;
+				rc.dst.plen =
+					(uint8_t)(plen + 8); /* 2001:NN00::/24, 2001:NNNN::/32 */
+			}
+			if (x >> 63)
+				fib_route_del(f, &rc, &err);
+			else if (fib_route_add(f, &rc, &err))
+				fail_msg("route add: %s", err.msg);
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			uint64_t x = tdata_rng_next(&r);
+			/* 200 addresses that repeat, or (the flood) ones that do not */
+			uint32_t host = flood ? (uint32_t)x : (uint32_t)(x % 200) * 0x010101u;
+
+			a4[i] = 0x0a000000u | (host & 0x0f0f0fu);
+			memset(&a6[i], 0, sizeof(a6[i]));
+			/* 10.A.B.C as 2001:AB::C: the caches' IPv6 slots are /32s */
+			a6[i].s6_addr[0] = 0x20;
+			a6[i].s6_addr[1] = 0x01;
+			a6[i].s6_addr[2] = (uint8_t)(a4[i] >> 16);
+			a6[i].s6_addr[3] = (uint8_t)(a4[i] >> 8);
+			a6[i].s6_addr[15] = (uint8_t)a4[i];
+		}
+		fib_read_lock();
+		if (family == AF_INET) {
+			found = cache_lookup4_batch_rcu(c, t, a4, out, n);
+			for (unsigned int i = 0; i < n; i++)
+				want[i] = fib_lookup4_rcu(tb, a4[i]);
+		} else {
+			found = cache_lookup6_batch_rcu(c, t, a6, out, n);
+			for (unsigned int i = 0; i < n; i++)
+				want[i] = fib_lookup6_rcu(tb, &a6[i]);
+		}
+		for (unsigned int i = 0; i < n && bad < 0; i++) {
+			bool got = found >> i & 1;
+
+			if (got != (want[i] != NULL) ||
+			    (got && memcmp(&out[i], want[i], sizeof(out[i]))))
+				bad = (int)i;
+		}
+		fib_read_unlock();
+		if (bad >= 0)
+			fail_msg("family %d, mode %d, flags %x, round %u: batch answer %d of %u "
+				 "differs from the trie",
+				 family, (int)mode, flags, round, bad, n);
+		if (n < 64 && found >> n)
+			fail_msg("round %u: bits set past the batch (%u)", round, n);
+		if (round == 3999) {
+			cache_get_stats(c, &st);
+			bypassed_at_flood_end = st.bypassed;
+		}
+	}
+	cache_get_stats(c, &st);
+	assert_true(st.hits > 10000);
+	assert_true(st.invalidations > 0);
+	/* The flood was bypassed (its ~130k lookups but a sample), and the guard let go. */
+	assert_true(bypassed_at_flood_end > 50000);
+	assert_true(st.bypassed - bypassed_at_flood_end < 20000);
+	if (flags & CACHE_F_ADMIT_SECOND)
+		assert_true(st.first_misses > 0);
+	else
+		assert_int_equal(st.first_misses, 0);
+	cache_destroy(c);
+	fib_destroy(f);
+}
+
+static void test_cache_batch_answers_equal_the_trie(void **state)
+{
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		batch_model(AF_INET, m, 0);
+		batch_model(AF_INET6, m, 0);
+		batch_model(AF_INET, m, CACHE_F_ADMIT_SECOND);
+		batch_model(AF_INET6, m, CACHE_F_ADMIT_SECOND);
+	}
+}
+
+/*
+ * The flood guard: a thread that looks up only new addresses stops
+ * filling after a window of misses (each fill in a full cache rotates and
+ * evicts), answers as the trie does meanwhile, keeps what it had cached,
+ * and goes back to the cache once its lookups hit again. Without the
+ * guard, every miss of the flood fills (the working set survives all the
+ * same: it was referenced, and the active list keeps it through a scan).
+ */
+static void flood_guard(enum cache_mode mode, unsigned int flags, uint64_t *fills,
+			unsigned int *kept, uint64_t *bypassed_after)
+{
+	struct fib *f = fib_new();
+	struct cache *c = cache4(f, 8192, 1, mode, flags);
+	struct cache_thread *t = cache_thread(c, 0);
+	const struct fib_table *tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, AF_INET);
+	struct cache_stats st0, st;
+	struct fib_route got;
+
+	route4(f, 0, 0, 0, 0, 1);
+	route4(f, 0, 0x30000000, 8, 0, 2);
+	for (uint32_t k = 0; k < 500; k++) /* a working set, looked up twice */
+		expect_same4(c, t, tb, 0x01000000 + k * 256);
+	for (uint32_t k = 0; k < 500; k++)
+		expect_same4(c, t, tb, 0x01000000 + k * 256);
+	cache_get_stats(c, &st0);
+	for (uint32_t i = 0; i < 100000; i++) { /* the flood, every 97th checked */
+		struct fib_route r;
+
+		if (i % 97 == 0) {
+			expect_same4(c, t, tb, 0x30000000 + i * 7);
+		} else {
+			fib_read_lock();
+			cache_lookup4_rcu(c, t, 0x30000000 + i * 7, &r);
+			fib_read_unlock();
+		}
+	}
+	cache_get_stats(c, &st);
+	*fills = st.fills - st0.fills;
+	/* The working set again: the guard lets go, and lookups hit. */
+	fib_read_lock();
+	for (uint32_t i = 0; i < 200000; i++)
+		cache_lookup4_rcu(c, t, 0x01000000 + (i % 500) * 256, &got);
+	fib_read_unlock();
+	cache_get_stats(c, &st0);
+	/* What the flood evicted of it misses once: the rest was kept. */
+	*kept = 500 - (unsigned int)(st0.misses - st.misses < 500 ? st0.misses - st.misses : 500);
+	fib_read_lock();
+	for (uint32_t i = 0; i < 10000; i++)
+		cache_lookup4_rcu(c, t, 0x01000000 + (i % 500) * 256, &got);
+	fib_read_unlock();
+	cache_get_stats(c, &st);
+	*bypassed_after = st.bypassed - st0.bypassed;
+	assert_int_equal(st.hits - st0.hits, 10000);
+	cache_destroy(c);
+	fib_destroy(f);
+}
+
+static void test_cache_flood_guard_bypasses_a_flood_and_lets_go(void **state)
+{
+	uint64_t fills, after;
+	unsigned int kept;
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		flood_guard(m, 0, &fills, &kept, &after);
+		/* A window of misses filled, then about one in CACHE_FLOOD_SAMPLE. */
+		assert_true(fills < CACHE_FLOOD_WINDOW + 100000 / CACHE_FLOOD_SAMPLE * 2);
+		assert_true(fills > 100000 / CACHE_FLOOD_SAMPLE / 2);
+		assert_int_equal(after, 0);
+		assert_true(kept >= 490);
+		flood_guard(m, CACHE_F_NO_FLOOD_GUARD, &fills, &kept, &after);
+		assert_int_equal(fills, 100000);
+	}
+}
+
+/* Second-miss admission: an address is stored at its second miss, not its first. */
+static void test_cache_second_miss_admission_stores_at_the_second_miss(void **state)
+{
+	struct fib *f = fib_new();
+	/* Without the flood guard, which would send most of the many below past the cache. */
+	struct cache *c =
+		cache4(f, 64, 1, CACHE_PERTHREAD, CACHE_F_ADMIT_SECOND | CACHE_F_NO_FLOOD_GUARD);
+	struct cache_thread *t = cache_thread(c, 0);
+	const struct fib_table *tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, AF_INET);
+	struct cache_stats st;
+
+	(void)state;
+	route4(f, 0, 0, 0, 0, 1);
+	expect_same4(c, t, tb, 0xc0000201);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.first_misses, 1);
+	assert_int_equal(st.fills, 0);
+	expect_same4(c, t, tb, 0xc0000201);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.fills, 1);
+	expect_same4(c, t, tb, 0xc0000201);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.hits, 1);
+	/* A stale answer is refreshed in place at its first miss. */
+	assert_int_equal(route4(f, 0, 0xc0000200, 24, 0, 2), 0);
+	expect_same4(c, t, tb, 0xc0000201);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.invalidations, 1);
+	assert_int_equal(st.fills, 2);
+	expect_same4(c, t, tb, 0xc0000201);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.hits, 2);
+	/* Many first sightings: the bitmap is cleared as it fills, never full. */
+	for (uint32_t i = 0; i < 100000; i++)
+		expect_same4(c, t, tb, 0x30000000 + i);
+	cache_get_stats(c, &st);
+	assert_true(st.first_misses > 90000);
+	assert_true(st.fills < 2 + 100000 / 8);
+	cache_destroy(c);
+	fib_destroy(f);
+}
+
 static void *churn_reader_main(void *arg)
 {
 	struct churn_reader *rd = arg;
@@ -529,6 +787,9 @@ int main(void)
 		cmocka_unit_test(test_cache_lru_keeps_a_hot_key_through_a_scan),
 		cmocka_unit_test(test_cache_per_thread_mode_isolates_a_flood),
 		cmocka_unit_test(test_cache_empty_lists_are_skipped_without_their_lock),
+		cmocka_unit_test(test_cache_batch_answers_equal_the_trie),
+		cmocka_unit_test(test_cache_flood_guard_bypasses_a_flood_and_lets_go),
+		cmocka_unit_test(test_cache_second_miss_admission_stores_at_the_second_miss),
 		cmocka_unit_test(test_cache_churn_never_stale_common),
 		cmocka_unit_test(test_cache_churn_never_stale_per_thread),
 	};

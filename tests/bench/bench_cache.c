@@ -23,7 +23,8 @@
  *   churn    the zipf stream while routes of hot prefixes change at 10k/s:
  *            hit ratio, lookups/s, and a sample of answers checked
  *
- * Usage: bench_cache [--section NAME]... ; LCFIB_DATA names tests/data.
+ * Usage: bench_cache [--section NAME]... [--no-dpdk]; LCFIB_DATA names
+ * tests/data. --no-dpdk leaves rte_lpm out of e2e (its load takes minutes).
  */
 #define _GNU_SOURCE /* pthread_{get,set}affinity_np */
 #include "config.h"
@@ -173,11 +174,12 @@ struct job {
 	int kind; /* JOB_* */
 };
 
-enum { JOB_CACHE, JOB_CALL, JOB_TRIE, JOB_TRIE_BATCH };
+enum { JOB_CACHE, JOB_CALL, JOB_TRIE, JOB_TRIE_BATCH, JOB_CACHE_BATCH };
 
 static void job_chunk(struct job *j, uint64_t *pos)
 {
 	struct cache_thread *t = j->c ? cache_thread(j->c, j->idx) : NULL;
+	const struct fib_route *rt;
 	struct fib_route r;
 	uint64_t s = 0;
 
@@ -187,7 +189,15 @@ static void job_chunk(struct job *j, uint64_t *pos)
 
 		fib_lookup4_batch_rcu(j->tb, j->addr + *pos % j->n_addr, res, 64);
 		for (int i = 0; i < 64; i++)
-			s += (uintptr_t)res[i];
+			s += res[i] ? res[i]->metric + 1 : 0;
+		*pos += 64;
+	} else if (j->kind == JOB_CACHE_BATCH) {
+		struct fib_route out[64];
+		uint64_t found =
+			cache_lookup4_batch_rcu(j->c, t, j->addr + *pos % j->n_addr, out, 64);
+
+		for (int i = 0; i < 64; i++)
+			s += found >> i & 1 ? out[i].metric + 1 : 0;
 		*pos += 64;
 	} else {
 		for (int i = 0; i < 64; i++, (*pos)++) {
@@ -198,8 +208,8 @@ static void job_chunk(struct job *j, uint64_t *pos)
 				s += cache_lookup4_rcu(j->c, t, a, &r) ? r.metric + 1 : 0;
 			else if (j->kind == JOB_CALL)
 				s += cache_lookup4_call_rcu(j->c, t, a, &r) ? r.metric + 1 : 0;
-			else
-				s += (uintptr_t)fib_lookup4_rcu(j->tb, a);
+			else /* the route read, as the cache's answer is a copy of it */
+				s += (rt = fib_lookup4_rcu(j->tb, a)) ? rt->metric + 1 : 0;
 		}
 	}
 	fib_read_unlock();
@@ -281,7 +291,8 @@ static void section_update(void)
 	for (int round = 0; round < ROUNDS; round++) {
 		for (int m = 0; m < 2; m++) {
 			for (int k = 0; k < 3; k++) {
-				struct cache *c = cache_or_die(f, 10000, threads[k], m, 0, 0);
+				struct cache *c = cache_or_die(f, 10000, threads[k], m, 0,
+							       CACHE_F_NO_FLOOD_GUARD);
 				struct job j = { .c = c, .tb = c->tb, .kind = JOB_CACHE };
 
 				v[m][k][round] = run_threads(&j, threads[k]);
@@ -352,7 +363,7 @@ static double hit_ratio_since(const struct cache *c, const struct cache_stats *s
 static double stream_hit_ratio(struct fib *f, const uint32_t *a, uint32_t n, uint32_t size,
 			       enum cache_mode mode, unsigned int nr_scans)
 {
-	struct cache *c = cache_or_die(f, size, 1, mode, nr_scans, 0);
+	struct cache *c = cache_or_die(f, size, 1, mode, nr_scans, CACHE_F_NO_FLOOD_GUARD);
 	struct fib_route r;
 	double hr;
 
@@ -376,8 +387,8 @@ static void section_nrscans(void)
 	      "hit ratio of a zipf 0.8 stream over 2^22 keys");
 	for (int round = 0; round < ROUNDS; round++) {
 		for (int s = 0; s < 2; s++) {
-			struct cache *c =
-				cache_or_die(f, 1u << 18, 2, CACHE_PERTHREAD, scans[s], 0);
+			struct cache *c = cache_or_die(f, 1u << 18, 2, CACHE_PERTHREAD, scans[s],
+						       CACHE_F_NO_FLOOD_GUARD);
 			struct job j = { .c = c, .tb = c->tb, .kind = JOB_CACHE };
 
 			v[s][round] = run_threads(&j, 2);
@@ -483,9 +494,14 @@ static void section_zipf(void)
 	const uint32_t keys = 100000, len = 2000000;
 	struct fib *f = fib_default_only();
 
+	/*
+	 * Without the flood guard: at alpha 0.01 it would send most lookups
+	 * past the cache, and this compares the LRU itself. The last column:
+	 * per-thread with second-miss admission.
+	 */
 	title("zipf: misses of a 2M-lookup trace over 100k keys (1 thread), beside an exact LRU");
-	printf("%-6s %7s %12s %12s %12s %9s %9s\n", "alpha", "cache", "exact LRU", "common",
-	       "per-thread", "com/LRU", "pt/LRU");
+	printf("%-6s %7s %12s %12s %12s %12s %9s %9s %9s\n", "alpha", "cache", "exact LRU",
+	       "common", "per-thread", "pt 2nd-miss", "com/LRU", "pt/LRU", "2nd/LRU");
 	for (int ai = 0; ai < 2; ai++) {
 		struct zipf z;
 		struct tdata_rng r;
@@ -497,10 +513,14 @@ static void section_zipf(void)
 			k[i] = zipf_next(&z, &r);
 		free(z.cdf);
 		for (int ci = 0; ci < 2; ci++) {
-			uint64_t exact = exact_lru_misses(k, len, keys, caps[ci]), m[2];
+			uint64_t exact = exact_lru_misses(k, len, keys, caps[ci]), m[3];
 
-			for (int mode = 0; mode < 2; mode++) {
-				struct cache *c = cache_or_die(f, caps[ci], 1, mode, 0, 0);
+			for (int mode = 0; mode < 3; mode++) {
+				unsigned int flags = CACHE_F_NO_FLOOD_GUARD |
+						     (mode == 2 ? CACHE_F_ADMIT_SECOND : 0);
+				struct cache *c = cache_or_die(
+					f, caps[ci], 1, mode ? CACHE_PERTHREAD : CACHE_COMMON, 0,
+					flags);
 				struct cache_stats st;
 				struct fib_route rt;
 
@@ -513,10 +533,11 @@ static void section_zipf(void)
 				m[mode] = st.misses;
 				cache_destroy(c);
 			}
-			printf("%-6.2f %7u %12llu %12llu %12llu %9.3f %9.3f\n", alphas[ai],
-			       caps[ci], (unsigned long long)exact, (unsigned long long)m[0],
-			       (unsigned long long)m[1], (double)m[0] / (double)exact,
-			       (double)m[1] / (double)exact);
+			printf("%-6.2f %7u %12llu %12llu %12llu %12llu %9.3f %9.3f %9.3f\n",
+			       alphas[ai], caps[ci], (unsigned long long)exact,
+			       (unsigned long long)m[0], (unsigned long long)m[1],
+			       (unsigned long long)m[2], (double)m[0] / (double)exact,
+			       (double)m[1] / (double)exact, (double)m[2] / (double)exact);
 		}
 		free(k);
 	}
@@ -545,7 +566,8 @@ static void section_full(void)
 					w == 0   ? CACHE_F_NO_EMPTY_SKIP | CACHE_F_NO_FLOOR
 					: w == 1 ? CACHE_F_NO_FLOOR
 						 : 0;
-				struct cache *c = cache_or_die(f, nt, nt, CACHE_COMMON, 0, flags);
+				struct cache *c = cache_or_die(f, nt, nt, CACHE_COMMON, 0,
+							       flags | CACHE_F_NO_FLOOD_GUARD);
 				struct job j = { .c = c, .tb = c->tb, .kind = JOB_CACHE };
 
 				v[w][round] = run_threads(&j, nt);
@@ -702,14 +724,31 @@ static void e2e_row(const char *what, const double *v, double base)
 	       spread(v));
 }
 
+/* The caches e2e compares: single lookups and batches of 64, each mode. */
+static const struct e2e_variant {
+	const char *name;
+	enum cache_mode mode;
+	int kind;
+	unsigned int flags;
+} e2e_variants[] = {
+	{ "cache 64k, common", CACHE_COMMON, JOB_CACHE, 0 },
+	{ "cache 64k, per-thread", CACHE_PERTHREAD, JOB_CACHE, 0 },
+	{ "cache 64k batch, common", CACHE_COMMON, JOB_CACHE_BATCH, 0 },
+	{ "cache 64k batch, per-thread", CACHE_PERTHREAD, JOB_CACHE_BATCH, 0 },
+	{ "  ... no flood guard", CACHE_PERTHREAD, JOB_CACHE_BATCH, CACHE_F_NO_FLOOD_GUARD },
+	{ "  ... second-miss admission", CACHE_PERTHREAD, JOB_CACHE_BATCH, CACHE_F_ADMIT_SECOND },
+};
+#define E2E_VARIANTS (sizeof(e2e_variants) / sizeof(e2e_variants[0]))
+
 static void e2e_compare(struct table *tt, const uint32_t *a, const char *label)
 {
-	double trie[ROUNDS], batch[ROUNDS], v[2][ROUNDS], lp[ROUNDS] = { 0 };
-	struct cache *c[2];
-	struct cache_stats st0[2];
+	double trie[ROUNDS], batch[ROUNDS], v[E2E_VARIANTS][ROUNDS], lp[ROUNDS] = { 0 };
+	struct cache *c[E2E_VARIANTS];
+	struct cache_stats st0[E2E_VARIANTS];
 
-	for (int m = 0; m < 2; m++) {
-		c[m] = cache_or_die(tt->f, 65536, 1, m, 0, 0);
+	for (size_t m = 0; m < E2E_VARIANTS; m++) {
+		c[m] = cache_or_die(tt->f, 65536, 1, e2e_variants[m].mode, 0,
+				    e2e_variants[m].flags);
 		warm(c[m], a + STREAM - WARM, WARM, &st0[m]);
 	}
 	printf("\n%s, 1 thread, caches warmed with the stream's last 2^20:\n%-34s %12s %10s %9s\n",
@@ -720,9 +759,9 @@ static void e2e_compare(struct table *tt, const uint32_t *a, const char *label)
 		trie[round] = run_threads(&j, 1);
 		j.kind = JOB_TRIE_BATCH;
 		batch[round] = run_threads(&j, 1);
-		for (int m = 0; m < 2; m++) {
+		for (size_t m = 0; m < E2E_VARIANTS; m++) {
 			j.c = c[m];
-			j.kind = JOB_CACHE;
+			j.kind = e2e_variants[m].kind;
 			v[m][round] = run_threads(&j, 1);
 		}
 #ifdef HAVE_DPDK
@@ -732,16 +771,20 @@ static void e2e_compare(struct table *tt, const uint32_t *a, const char *label)
 	}
 	e2e_row("fib_lookup4_rcu (trie)", trie, best(trie));
 	e2e_row("fib_lookup4_batch_rcu (trie)", batch, best(trie));
-	for (int m = 0; m < 2; m++) {
-		printf("%-34s %12.1f %10.2f %9.0f   hit ratio %.3f\n",
-		       m ? "cache 64k, per-thread" : "cache 64k, common", best(v[m]) / 1e6,
-		       best(v[m]) / best(trie), spread(v[m]), hit_ratio_since(c[m], &st0[m]));
+	for (size_t m = 0; m < E2E_VARIANTS; m++) {
+		bool b = e2e_variants[m].kind == JOB_CACHE_BATCH;
+
+		printf("%-34s %12.1f %10.2f %9.0f   hit ratio %.3f, / trie %s %.2f\n",
+		       e2e_variants[m].name, best(v[m]) / 1e6, best(v[m]) / best(trie),
+		       spread(v[m]), hit_ratio_since(c[m], &st0[m]), b ? "batch" : "single",
+		       best(v[m]) / best(b ? batch : trie));
 		cache_destroy(c[m]);
 	}
 	if (best(lp) > 0) {
 		e2e_row("rte_lpm_lookup_bulk", lp, best(trie));
-		printf("cache per-thread / rte_lpm bulk: %.2f; common / rte_lpm bulk: %.2f\n",
-		       best(v[1]) / best(lp), best(v[0]) / best(lp));
+		printf("/ rte_lpm bulk: cache batch per-thread %.2f, common %.2f; trie batch "
+		       "%.2f\n",
+		       best(v[3]) / best(lp), best(v[2]) / best(lp), best(batch) / best(lp));
 	}
 }
 
@@ -909,16 +952,21 @@ int main(int argc, char **argv)
 	const char *want[8];
 	int n_want = 0;
 	struct table tt = { 0 };
+	bool dpdk = true;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--section") && i + 1 < argc && n_want < 8) {
 			want[n_want++] = argv[++i];
+		} else if (!strcmp(argv[i], "--no-dpdk")) {
+			dpdk = false; /* e2e without rte_lpm (its load takes minutes) */
 		} else {
 			fprintf(stderr, "usage: bench_cache [--section "
-					"update|nrscans|size|zipf|full|e2e|sweep|churn]...\n");
+					"update|nrscans|size|zipf|full|e2e|sweep|churn]... "
+					"[--no-dpdk]\n");
 			return 2;
 		}
 	}
+	(void)dpdk; /* unused without DPDK */
 	fib_reader_register();
 	printf("bench_cache: %ld CPUs online; each figure the best of %d interleaved runs of "
 	       "%.1f s, spread = (max - min) / max\n",
@@ -957,7 +1005,7 @@ int main(int argc, char **argv)
 				if (!tt.f && table_load(&tt))
 					return 1;
 #ifdef HAVE_DPDK
-				if (s == 5 && !lpm && lpm_build(&tt))
+				if (s == 5 && dpdk && !lpm && lpm_build(&tt))
 					printf("rte_lpm: not available\n");
 #endif
 				if (s == 5)

@@ -714,14 +714,13 @@ static void cache_flood_watch(const struct cache *c, struct cache_thread *t)
  */
 static void cache_flood_watch_hits(struct cache_thread *t)
 {
-	if (t->flood &&
-	    CACHE_LOAD(t->st.hits) - t->win_hits >= CACHE_FLOOD_WINDOW / CACHE_FLOOD_RATIO)
+	if (t->flood && CACHE_LOAD(t->st.hits) - t->win_hits >= CACHE_FLOOD_HITS)
 		cache_flood_window_end(t);
 }
 
 /*
  * While the guard is on: whether this lookup bypasses the cache. One in
- * CACHE_FLOOD_SAMPLE does not, drawn at random (xorshift): every 64th
+ * CACHE_FLOOD_SAMPLE does not, drawn at random (xorshift): every 256th
  * would sample the same addresses of a stream that repeats with a period
  * of a multiple of 64, and find them cached.
  */
@@ -733,11 +732,7 @@ static bool cache_bypass(struct cache_thread *t)
 	x ^= x >> 17;
 	x ^= x << 5;
 	t->flood = x;
-	if (x % CACHE_FLOOD_SAMPLE) {
-		CACHE_INC(t->st.bypassed);
-		return true;
-	}
-	return false;
+	return x % CACHE_FLOOD_SAMPLE != 0;
 }
 
 /*
@@ -862,22 +857,25 @@ static uint64_t cache_batch_bypass(struct cache *c, struct cache_thread *t, cons
 				   const struct in6_addr *a6, const struct fib_route **res,
 				   struct fib_route *out, unsigned int n)
 {
-	uint64_t found = 0;
+	uint64_t found = 0, bypassed = 0;
 	bool hit;
 
+	/* Copied below: their leaves (which the walk may not have read) all at once. */
 	for (unsigned int i = 0; i < n; i++)
 		if (res[i])
 			__builtin_prefetch(res[i]);
 	for (unsigned int i = 0; i < n; i++) {
-		if (t->flood && cache_bypass(t))
+		if (t->flood && cache_bypass(t)) {
 			hit = cache_copy(res[i], &out[i]);
-		else { /* sampled, or the guard went off: probe and fill as always */
+			bypassed++;
+		} else { /* sampled, or the guard went off: probe and fill as always */
 			hit = a4 ? cache_through4(c, t, a4[i], &out[i])
 				 : cache_through6(c, t, &a6[i], &out[i]);
 			cache_flood_watch_hits(t);
 		}
 		found |= (uint64_t)hit << i;
 	}
+	CACHE_STORE(t->st.bypassed, CACHE_LOAD(t->st.bypassed) + bypassed);
 	return found;
 }
 
@@ -961,8 +959,10 @@ bool cache_flood4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, st
 {
 	bool found;
 
-	if (cache_bypass(t))
+	if (cache_bypass(t)) {
+		CACHE_INC(t->st.bypassed);
 		return cache_copy(fib_lookup4_rcu(c->tb, addr), out);
+	}
 	found = cache_through4(c, t, addr, out);
 	cache_flood_watch_hits(t);
 	return found;
@@ -973,8 +973,10 @@ bool cache_flood6_rcu(struct cache *c, struct cache_thread *t, const struct in6_
 {
 	bool found;
 
-	if (cache_bypass(t))
+	if (cache_bypass(t)) {
+		CACHE_INC(t->st.bypassed);
 		return cache_copy(fib_lookup6_rcu(c->tb, addr), out);
+	}
 	found = cache_through6(c, t, addr, out);
 	cache_flood_watch_hits(t);
 	return found;

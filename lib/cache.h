@@ -106,19 +106,21 @@ enum cache_mode {
  * destinations, an attack) gains nothing from the cache and pays for it:
  * a miss probes a cold bucket and element before the trie walk, and a
  * fill in a full cache costs several trie lookups (it rotates and evicts:
- * cold elements and buckets, two locks), evicting hot destinations for
- * addresses never seen again. So each thread looks at its last
- * CACHE_FLOOD_WINDOW misses: when the hits among them were fewer than one
- * lookup in CACHE_FLOOD_RATIO, its lookups go to the trie alone, but for
- * one in CACHE_FLOOD_SAMPLE, which goes through the cache (probe, and fill
- * on a miss) as always. Those keep measuring the hit ratio, so a window
- * with hits again ends the bypass; the cached destinations stay, and a
- * destination that comes often still gets in. Traffic with a working set
- * (a hit ratio above 1 / CACHE_FLOOD_RATIO) never sees the guard.
+ * cold elements and buckets, two locks), evicting destinations not yet
+ * seen twice (the active list keeps those) for addresses never seen
+ * again. So each thread looks at its last CACHE_FLOOD_WINDOW misses: when
+ * the hits among them were fewer than one lookup in CACHE_FLOOD_RATIO, its
+ * lookups go to the trie alone, but for one in CACHE_FLOOD_SAMPLE, which
+ * goes through the cache (probe, and fill on a miss) as always. Those keep
+ * measuring the hit ratio, so a window with hits again ends the bypass;
+ * the cached destinations stay, and a destination that comes often still
+ * gets in. Traffic with a working set (a hit ratio above
+ * 1 / CACHE_FLOOD_RATIO) never sees the guard.
  */
 #define CACHE_FLOOD_WINDOW 1024 /* misses */
 #define CACHE_FLOOD_RATIO  16   /* a flood: hits < lookups / 16 in the window */
-#define CACHE_FLOOD_SAMPLE 64   /* then 1 lookup in 64, at random, goes through the cache */
+#define CACHE_FLOOD_SAMPLE 256  /* then 1 lookup in 256, at random, goes through the cache */
+#define CACHE_FLOOD_HITS   16   /* sampled hits that end a window early (the flood is over) */
 
 struct cache_cfg {
 	uint32_t size;        /* elements; raised to CACHE_MIN_PER_THREAD * threads */

@@ -441,7 +441,7 @@ static void batch_model(int family, enum cache_mode mode, unsigned int flags)
 	const struct fib_table *tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
 	struct tdata_rng r;
 	struct cache_stats st;
-	uint64_t bypassed_at_flood_end = 0;
+	uint64_t bypassed_at_flood_end = 0, bypassed_at_5000 = 0;
 
 	assert_non_null(c);
 	tdata_rng_seed(&r, seed);
@@ -527,17 +527,21 @@ static void batch_model(int family, enum cache_mode mode, unsigned int flags)
 				 family, (int)mode, flags, round, bad, n);
 		if (n < 64 && found >> n)
 			fail_msg("round %u: bits set past the batch (%u)", round, n);
-		if (round == 3999) {
+		if (round == 3999 || round == 4999) {
 			cache_get_stats(c, &st);
-			bypassed_at_flood_end = st.bypassed;
+			*(round == 3999 ? &bypassed_at_flood_end : &bypassed_at_5000) = st.bypassed;
 		}
 	}
 	cache_get_stats(c, &st);
 	assert_true(st.hits > 10000);
 	assert_true(st.invalidations > 0);
-	/* The flood was bypassed (its ~130k lookups but a sample), and the guard let go. */
-	assert_true(bypassed_at_flood_end > 50000);
-	assert_true(st.bypassed - bypassed_at_flood_end < 20000);
+	/*
+	 * The flood was bypassed (its ~65k lookups but a sample), and the
+	 * guard let go once the sampled lookups hit again (slowly: 32
+	 * elements a thread for 200 addresses), well before the end.
+	 */
+	assert_true(bypassed_at_flood_end > 40000);
+	assert_int_equal(st.bypassed, bypassed_at_5000);
 	if (flags & CACHE_F_ADMIT_SECOND)
 		assert_true(st.first_misses > 0);
 	else
@@ -623,7 +627,8 @@ static void test_cache_flood_guard_bypasses_a_flood_and_lets_go(void **state)
 	for (int m = 0; m < 2; m++) {
 		flood_guard(m, 0, &fills, &kept, &after);
 		/* A window of misses filled, then about one in CACHE_FLOOD_SAMPLE. */
-		assert_true(fills < CACHE_FLOOD_WINDOW + 100000 / CACHE_FLOOD_SAMPLE * 2);
+		/* (the first window holds the working set's lookups too: two of them) */
+		assert_true(fills < 2 * CACHE_FLOOD_WINDOW + 100000 / CACHE_FLOOD_SAMPLE * 2);
 		assert_true(fills > 100000 / CACHE_FLOOD_SAMPLE / 2);
 		assert_int_equal(after, 0);
 		assert_true(kept >= 490);

@@ -18,6 +18,8 @@
  *   e2e      the full table: lookups/s of a zipf (alpha 1) stream of
  *            table-drawn destinations, trie vs cache (64k) vs rte_lpm bulk;
  *            a uniformly random flood
+ *   flood    the full table: the flood target, the per-thread cache against
+ *            the trie on uniformly random addresses, paired rounds (median)
  *   sweep    the full table: hit ratio and lookups/s against cache size
  *            per mode (the plots' data)
  *   churn    the zipf stream while routes of hot prefixes change at 10k/s:
@@ -788,27 +790,42 @@ static void e2e_compare(struct table *tt, const uint32_t *a, const char *label)
 	}
 }
 
+/*
+ * Hit ratio and lookups/s by cache size: single lookups in each mode,
+ * batches of 64 per-thread, and the trie's batch beside them (measured
+ * again at each size, so that the row's figures share the moment).
+ */
 static void e2e_sweep(struct table *tt, const uint32_t *a)
 {
 	printf("\nsweep: zipf 1.0 stream, 1 thread, warmed with the stream's last 2^20: hit ratio "
-	       "and M "
-	       "lookups/s by cache size\n");
-	printf("%-10s %10s %10s %10s %10s\n", "elements", "hit com", "M/s com", "hit pt", "M/s pt");
+	       "and M lookups/s by cache size\n");
+	printf("%-10s %10s %10s %10s %10s %12s %12s\n", "elements", "hit com", "M/s com", "hit pt",
+	       "M/s pt", "M/s pt batch", "trie batch");
 	for (unsigned int k = 9; k <= 20; k++) {
-		double hr[2], v[2];
+		struct job tj = {
+			.tb = tt->tb, .addr = a, .n_addr = STREAM, .kind = JOB_TRIE_BATCH
+		};
+		double hr[2], v[3], trie;
 
-		for (int m = 0; m < 2; m++) {
-			struct cache *c = cache_or_die(tt->f, (1u << k) + 1, 1, m, 0, 0);
-			struct job j = { .c = c, .tb = tt->tb, .addr = a, .n_addr = STREAM };
+		for (int m = 0; m < 3; m++) {
+			struct cache *c = cache_or_die(tt->f, (1u << k) + 1, 1,
+						       m ? CACHE_PERTHREAD : CACHE_COMMON, 0, 0);
+			struct job j = { .c = c,
+					 .tb = tt->tb,
+					 .addr = a,
+					 .n_addr = STREAM,
+					 .kind = m == 2 ? JOB_CACHE_BATCH : JOB_CACHE };
 			struct cache_stats st0;
 
 			warm(c, a + STREAM - WARM, WARM, &st0);
 			v[m] = run_threads(&j, 1);
-			hr[m] = hit_ratio_since(c, &st0);
+			if (m < 2)
+				hr[m] = hit_ratio_since(c, &st0);
 			cache_destroy(c);
 		}
-		printf("%-10u %10.3f %10.1f %10.3f %10.1f\n", (1u << k) + 1, hr[0], v[0] / 1e6,
-		       hr[1], v[1] / 1e6);
+		trie = run_threads(&tj, 1);
+		printf("%-10u %10.3f %10.1f %10.3f %10.1f %12.1f %12.1f\n", (1u << k) + 1, hr[0],
+		       v[0] / 1e6, hr[1], v[1] / 1e6, v[2] / 1e6, trie / 1e6);
 	}
 }
 
@@ -824,6 +841,77 @@ static void section_e2e(struct table *tt)
 	e2e_compare(tt, z, "zipf 1.0 over the table's destinations");
 	e2e_compare(tt, u, "uniformly random addresses (a flood)");
 	free(z);
+	free(u);
+}
+
+/*
+ * The flood target (per-thread mode, the guard on): the cache against the
+ * trie on uniformly random addresses, batch against batch and single
+ * against single, in FLOOD_ROUNDS rounds that pair the two back to back;
+ * the median of the rounds' ratios, as one best-of-3 ratio moves by 20 %
+ * on this machine from one run to the next.
+ */
+#define FLOOD_ROUNDS 11
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void flood_print(const char *what, double *r)
+{
+	qsort(r, FLOOD_ROUNDS, sizeof(*r), cmp_double);
+	printf("%-30s %8.3f %8.3f %8.3f %8.3f %8.3f\n", what, r[0], r[FLOOD_ROUNDS / 4],
+	       r[FLOOD_ROUNDS / 2], r[FLOOD_ROUNDS - 1 - FLOOD_ROUNDS / 4], r[FLOOD_ROUNDS - 1]);
+}
+
+/* One run of @trie_kind on the trie alone, then of @cache_kind through @c: their ratio. */
+static double flood_ratio(struct job j, struct cache *c, int trie_kind, int cache_kind)
+{
+	double trie;
+
+	j.c = NULL;
+	j.kind = trie_kind;
+	trie = run_threads(&j, 1);
+	j.c = c;
+	j.kind = cache_kind;
+	return run_threads(&j, 1) / trie;
+}
+
+static void section_flood(struct table *tt)
+{
+	uint32_t *u = xcalloc(STREAM, sizeof(uint32_t));
+	struct cache *c = cache_or_die(tt->f, 65536, 1, CACHE_PERTHREAD, 0, 0);
+	double rb[FLOOD_ROUNDS], rs[FLOOD_ROUNDS];
+	struct cache_stats st0, st;
+	struct tdata_rng r;
+
+	title("flood: uniformly random addresses, per-thread cache 64k (flood guard on) / trie");
+	tdata_rng_seed(&r, 6);
+	for (uint32_t i = 0; i < STREAM; i++)
+		u[i] = (uint32_t)(tdata_rng_next(&r) >> 32);
+	warm(c, u + STREAM - WARM, WARM, &st0);
+	for (int round = 0; round < FLOOD_ROUNDS; round++) {
+		struct job j = { .tb = tt->tb, .addr = u, .n_addr = STREAM };
+
+		rb[round] = flood_ratio(j, c, JOB_TRIE_BATCH, JOB_CACHE_BATCH);
+		rs[round] = flood_ratio(j, c, JOB_TRIE, JOB_CACHE);
+	}
+	cache_get_stats(c, &st);
+	printf("%d rounds of 0.3 s each side; ratios cache / trie (1 - ratio: what the cache "
+	       "costs)\n",
+	       FLOOD_ROUNDS);
+	printf("%-30s %8s %8s %8s %8s %8s\n", "lookup", "min", "q1", "median", "q3", "max");
+	flood_print("batch of 64 / trie batch", rb);
+	flood_print("single / trie single", rs);
+	printf("bypassed by the guard: %.4f of lookups; fills %llu\n",
+	       (double)(st.bypassed - st0.bypassed) /
+		       (double)(st.bypassed - st0.bypassed + st.hits - st0.hits + st.misses -
+				st0.misses),
+	       (unsigned long long)(st.fills - st0.fills));
+	cache_destroy(c);
 	free(u);
 }
 
@@ -949,19 +1037,19 @@ static void section_churn(struct table *tt)
 
 int main(int argc, char **argv)
 {
-	const char *want[8];
+	const char *want[9];
 	int n_want = 0;
 	struct table tt = { 0 };
 	bool dpdk = true;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--section") && i + 1 < argc && n_want < 8) {
+		if (!strcmp(argv[i], "--section") && i + 1 < argc && n_want < 9) {
 			want[n_want++] = argv[++i];
 		} else if (!strcmp(argv[i], "--no-dpdk")) {
 			dpdk = false; /* e2e without rte_lpm (its load takes minutes) */
 		} else {
 			fprintf(stderr, "usage: bench_cache [--section "
-					"update|nrscans|size|zipf|full|e2e|sweep|churn]... "
+					"update|nrscans|size|zipf|full|e2e|sweep|churn|flood]... "
 					"[--no-dpdk]\n");
 			return 2;
 		}
@@ -974,10 +1062,10 @@ int main(int argc, char **argv)
 	{
 		bool any = false;
 
-		static const char *const names[8] = { "update", "nrscans", "size",  "zipf",
-						      "full",   "e2e",     "sweep", "churn" };
+		static const char *const names[9] = { "update", "nrscans", "size",  "zipf", "full",
+						      "e2e",    "sweep",   "churn", "flood" };
 
-		for (int s = 0; s < 8; s++) {
+		for (int s = 0; s < 9; s++) {
 			bool on = n_want == 0;
 
 			for (int k = 0; k < n_want; k++)
@@ -1012,8 +1100,10 @@ int main(int argc, char **argv)
 					section_e2e(&tt);
 				else if (s == 6)
 					section_sweep(&tt);
-				else
+				else if (s == 7)
 					section_churn(&tt);
+				else
+					section_flood(&tt);
 			}
 			fflush(stdout);
 		}

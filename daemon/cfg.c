@@ -838,22 +838,29 @@ static void cfg_abort_static(struct lcfibd *d)
 	d->pending.static_prepared = false;
 }
 
-/* cache/{enabled,size,mode,nr-scans}: the schema checks the values; they apply on this thread. */
+/*
+ * cache/{enabled,size,mode,nr-scans,admission}: the schema checks the
+ * values; they apply on this thread.
+ */
 static void cfg_apply_cache(struct lcfibd *d, const struct lyd_node *tree, bool at_start)
 {
 	const char *on = cfg_value(tree, "cache/enabled"), *size = cfg_value(tree, "cache/size");
 	const char *mode = cfg_value(tree, "cache/mode"),
-		   *scans = cfg_value(tree, "cache/nr-scans");
+		   *scans = cfg_value(tree, "cache/nr-scans"),
+		   *admission = cfg_value(tree, "cache/admission");
 	struct dcache_cfg c = {
 		.enabled = on && strcmp(on, "true") == 0,
 		.size = size ? (uint32_t)strtoul(size, NULL, 10) : 65536,
 		.mode = mode && strcmp(mode, "common") == 0 ? CACHE_COMMON : CACHE_PERTHREAD,
 		.nr_scans = scans ? (unsigned int)strtoul(scans, NULL, 10) : 0,
+		.admit_second = admission && strcmp(admission, "second-miss") == 0,
 	};
 
 	if (!at_start)
-		log_notice("cache %s, size %u, mode %s, nr-scans %s", c.enabled ? "on" : "off",
-			   c.size, cache_mode_name(c.mode), scans ? scans : "the mode's");
+		log_notice("cache %s, size %u, mode %s, nr-scans %s, admission %s",
+			   c.enabled ? "on" : "off", c.size, cache_mode_name(c.mode),
+			   scans ? scans : "the mode's",
+			   c.admit_second ? "second-miss" : "every-miss");
 	dcache_configure(d, &c);
 }
 
@@ -881,6 +888,7 @@ static const struct cfg_handler cfg_handlers[] = {
 	{ CFG_TOP "/cache/size", NULL, cfg_apply_cache, NULL },
 	{ CFG_TOP "/cache/mode", NULL, cfg_apply_cache, NULL },
 	{ CFG_TOP "/cache/nr-scans", NULL, cfg_apply_cache, NULL },
+	{ CFG_TOP "/cache/admission", NULL, cfg_apply_cache, NULL },
 	{ CFG_TOP "/route-files/route-file/path", cfg_prepare_route_files, cfg_apply_route_files,
 	  cfg_abort_route_files },
 	{ CFG_TOP "/route-files/route-file/format", NULL, cfg_apply_route_files, NULL },

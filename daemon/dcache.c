@@ -63,7 +63,7 @@ struct dcache_retire_job {
 static bool dcache_cfg_same(const struct dcache_cfg *a, const struct dcache_cfg *b)
 {
 	return a->enabled == b->enabled && a->size == b->size && a->mode == b->mode &&
-	       a->nr_scans == b->nr_scans;
+	       a->nr_scans == b->nr_scans && a->admit_second == b->admit_second;
 }
 
 static void dcache_stats_add(struct cache_stats *sum, const struct cache_stats *st)
@@ -143,6 +143,7 @@ static void dcache_build_run(struct lcfibd *d, struct writer_job *j)
 		.threads = DCACHE_THREADS,
 		.mode = b->cfg.mode,
 		.nr_scans = b->cfg.nr_scans,
+		.flags = b->cfg.admit_second ? CACHE_F_ADMIT_SECOND : 0,
 	};
 	struct errbuf err;
 
@@ -412,6 +413,7 @@ void dcache_get_state(struct lcfibd *d, struct dcache_state *s)
 		s->cfg.size = cc.size;
 		s->cfg.mode = cc.mode;
 		s->cfg.nr_scans = cc.nr_scans;
+		s->cfg.admit_second = cc.flags & CACHE_F_ADMIT_SECOND;
 	}
 	fib_read_unlock();
 }

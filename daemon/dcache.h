@@ -30,6 +30,7 @@ struct dcache_cfg {
 	uint32_t size;
 	enum cache_mode mode;
 	unsigned int nr_scans; /* 0: the mode's default */
+	bool admit_second;     /* admission second-miss (CACHE_F_ADMIT_SECOND) */
 };
 
 /* What state/cache shows. */
@@ -47,7 +48,7 @@ void dcache_free(struct lcfibd *d);
 /*
  * Loop thread: the config's settings. Disabled: lookups go to the trie
  * at once and the caches are freed after a grace period. Another mode,
- * size or nr-scans: new caches are made for the tables cached; the old
+ * size, nr-scans or admission: new caches are made for the tables cached; the old
  * ones answer until they are in place. Cannot fail (a cache that cannot
  * be made is logged, and its table answered by the trie).
  */

@@ -372,6 +372,7 @@ static int state_cache(struct lcfibd *d, struct lyd_node *st)
 	ret |= state_term(n, "mode", "%s", cache_mode_name(s.cfg.mode));
 	ret |= state_u64(n, "size", s.cfg.size);
 	ret |= state_u64(n, "nr-scans", s.cfg.nr_scans);
+	ret |= state_term(n, "admission", "%s", s.cfg.admit_second ? "second-miss" : "every-miss");
 	ret |= state_u64(n, "caches", s.caches);
 	ret |= state_u64(n, "hits", s.st.hits);
 	ret |= state_u64(n, "misses", s.st.misses);
@@ -380,6 +381,7 @@ static int state_cache(struct lcfibd *d, struct lyd_node *st)
 	ret |= state_u64(n, "invalidations", s.st.invalidations);
 	ret |= state_u64(n, "rotations", s.st.rotations);
 	ret |= state_u64(n, "bypassed", s.st.bypassed);
+	ret |= state_u64(n, "first-misses", s.st.first_misses);
 	return ret;
 }
 

@@ -378,12 +378,13 @@ static inline bool cache_lookup6_rcu(struct cache *c, struct cache_thread *t,
 #define CACHE_BATCH_MAX 64
 
 /*
- * Reader. @n (at most CACHE_BATCH_MAX) lookups as cache_lookup4_rcu(),
- * interleaved so that their memory reads overlap: every address's bucket,
- * then its element, then the misses' trie walks together
- * (fib_lookup4_batch_rcu()), then their fills. out[i] is as
- * cache_lookup4_rcu()'s *out; the result has bit i set when a route
- * matched addr[i]. Each copy's nh is valid until fib_read_unlock().
+ * Reader. @n lookups as cache_lookup4_rcu(), interleaved so that their
+ * memory reads overlap: every address's bucket, then its element, then the
+ * misses' trie walks together (fib_lookup4_batch_rcu()), then their fills.
+ * out[i] is as cache_lookup4_rcu()'s *out; the result has bit i set when a
+ * route matched addr[i]. Each copy's nh is valid until fib_read_unlock().
+ * At most CACHE_BATCH_MAX: only the first CACHE_BATCH_MAX of a larger @n
+ * are looked up.
  */
 uint64_t cache_lookup4_batch_rcu(struct cache *c, struct cache_thread *t, const uint32_t *addr,
 				 struct fib_route *out, unsigned int n);

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # End-to-end tests of the destination cache (config cache/{enabled,size,
-# mode,nr-scans}, state/cache): its defaults; every answer of a loaded
-# table (single lookups and streamed ones, with and without a table) the
-# same with the cache on and off, and repeated lookups answered from it; a
+# mode,nr-scans,admission}, state/cache): its defaults; every answer of a
+# loaded table (single lookups and streamed ones, with and without a
+# table) the same with the cache on and off, and with second-miss
+# admission, and repeated lookups answered from it; a
 # route changed after an address was cached answered anew (invalidations
 # counted); mode and size changed while a client streams lookups, every
 # answer still right; bad values refused naming the leaf, the config
@@ -40,6 +41,9 @@ in_effect()
 	[ "$(cstate "$1" mode)" = "$2" ] && [ "$(cstate "$1" size)" = "$3" ] &&
 		[ "$(cstate "$1" nr-scans)" = "$4" ]
 }
+
+# admission_is SOCK VALUE: whether state/cache/admission is VALUE and a cache of it is made.
+admission_is() { [ "$(cstate "$1" admission)" = "$2" ] && [ "$(cstate "$1" caches)" -gt 0 ]; }
 
 # has_caches SOCK: whether a cache is made (for wait_until, which asks again on each try).
 has_caches() { [ "$(cstate "$1" caches)" -gt 0 ]; }
@@ -123,6 +127,7 @@ test_defaults_in_state_and_config()
 	expect_eq "$(cstate "$s" mode)" per-thread "state cache/mode"
 	expect_eq "$(cstate "$s" size)" 65536 "state cache/size"
 	expect_eq "$(cstate "$s" nr-scans)" 4 "state cache/nr-scans (per-thread's)"
+	expect_eq "$(cstate "$s" admission)" every-miss "state cache/admission"
 	expect_eq "$(cstate "$s" caches)" 0 "state cache/caches"
 	expect_eq "$(cstate "$s" hits)" 0 "state cache/hits"
 	expect_eq "$(value "$s" /lcfib:lcfib/cache/size)" 65536 "config cache/size"
@@ -163,6 +168,15 @@ test_answers_are_the_same_with_the_cache_on_and_off()
 	hits=$(cstate "$s" hits)
 	[ "$hits" -gt 30000 ] || fail "hits: $hits after 9 passes of 12000 lookups"
 	[ "$(cstate "$s" fills)" -gt 0 ] || fail "no fills"
+	# Second-miss admission: new caches, the same answers.
+	cli "$s" set cache admission second-miss || fail "set cache admission second-miss"
+	wait_until "admission second-miss is in effect" admission_is "$s" second-miss
+	for i in 1 2; do
+		lookups "$s" "$f" "$T/on2.json"
+		same_answers "$T/on2.json" "$T/off.json" "admission second-miss, pass $i"
+	done
+	[ "$(cstate "$s" first-misses)" -gt 0 ] || fail "no first misses with admission second-miss"
+	cli "$s" set cache admission every-miss || fail "set cache admission every-miss"
 	# The single lookups (the lookup RPC) too, cached by now, text and JSON.
 	for a in 10.1.2.3 10.1.2.200 10.99.0.1 10.77.1.1 2001:db8:1:2::5 8.8.8.8; do
 		for t in "" "table 100" "table 200"; do
@@ -291,6 +305,8 @@ test_bad_values_are_refused_naming_the_leaf()
 	expect_status 1 cli "$s" set cache mode bogus
 	expect_match "$ERR" "cache/mode" "the error of mode bogus"
 	expect_match "$ERR" "bogus" "the error of mode bogus"
+	expect_status 1 cli "$s" set cache admission always
+	expect_match "$ERR" "cache/admission" "the error of admission always"
 	expect_eq "$(ctl "$s" get config)" "$before" "the config after the refused edits"
 	expect_eq "$(cstate "$s" size)" 1024 "state cache/size after the refused edits"
 	expect_eq "$(cstate "$s" mode)" per-thread "state cache/mode after the refused edits"
@@ -310,11 +326,13 @@ test_settings_persist_across_a_restart()
 	cli "$s" set cache enabled true || fail "enable"
 	cli "$s" set cache mode common || fail "mode"
 	cli "$s" set cache nr-scans 8 || fail "nr-scans"
+	cli "$s" set cache admission second-miss || fail "admission"
 	d_stop c6
 	d_start c6 || fail "lcfibd did not restart"
 	expect_eq "$(cstate "$s" enabled)" true "enabled after the restart"
 	expect_eq "$(cstate "$s" mode)" common "mode after the restart"
 	expect_eq "$(cstate "$s" nr-scans)" 8 "nr-scans after the restart"
+	expect_eq "$(cstate "$s" admission)" second-miss "admission after the restart"
 	load_routes "$s"
 	lookups "$s" "$(addrs_file 3000 3)" "$T/a.json"
 	wait_until "a cache is made" has_caches "$s"

@@ -4,8 +4,8 @@
  * evictions, route changes and both modes; the LRU keeps hot keys; the
  * per-thread mode isolates a flood; the size floor and the empty-list
  * skip; batches; the flood guard; second-miss admission; and churn while
- * readers hit: a reader never gets an answer older
- * than the last completed edit, nor a nexthop that was freed.
+ * readers hit: a reader never gets an answer older than the last
+ * completed edit, nor a nexthop that was freed.
  *
  * LCFIB_SEED reruns a failure; LCFIB_STRESS scales the churn (0.05 for
  * ThreadSanitizer).
@@ -456,8 +456,8 @@ static void batch_model(int family, enum cache_mode mode, unsigned int flags)
 		uint64_t found;
 		int bad = -1;
 
-		if (round % 4 ==
-		    0) { /* an edit: a /24 or /16 of 10/8 (a /32 or /24 of 2001::/16) */
+		/* Every 4th round, an edit: a /24 or /16 of 10/8 (a /32 or /24 of 2001::/16). */
+		if (round % 4 == 0) {
 			uint64_t x = tdata_rng_next(&r);
 			unsigned int plen = x & 1 ? 24 : 16;
 			struct nh_path p = gw4((uint32_t)(x >> 40) % 5);
@@ -481,8 +481,8 @@ static void batch_model(int family, enum cache_mode mode, unsigned int flags)
 				rc.dst.a.v6.s6_addr[1] = 0x01;
 				rc.dst.a.v6.s6_addr[2] = (uint8_t)(net >> 16);
 				rc.dst.a.v6.s6_addr[3] = plen == 24 ? (uint8_t)(net >> 8) : 0;
-				rc.dst.plen =
-					(uint8_t)(plen + 8); /* 2001:NN00::/24, 2001:NNNN::/32 */
+				/* 2001:NN00::/24, 2001:NNNN::/32 */
+				rc.dst.plen = (uint8_t)(plen + 8);
 			}
 			if (x >> 63)
 				fib_route_del(f, &rc, &err);
@@ -491,7 +491,7 @@ static void batch_model(int family, enum cache_mode mode, unsigned int flags)
 		}
 		for (unsigned int i = 0; i < n; i++) {
 			uint64_t x = tdata_rng_next(&r);
-			/* 200 addresses that repeat, or (the flood) ones that do not */
+			/* 200 addresses that repeat, or (the flood) 4096 that 64 elements miss */
 			uint32_t host = flood ? (uint32_t)x : (uint32_t)(x % 200) * 0x010101u;
 
 			a4[i] = 0x0a000000u | (host & 0x0f0f0fu);

@@ -823,23 +823,30 @@ static unsigned int cache_batch_probe(struct cache *c, struct cache_thread *t, c
 	return nm;
 }
 
-/* A lookup through the cache whatever the flood guard says: probe, then miss. */
-static bool cache_through4(struct cache *c, struct cache_thread *t, uint32_t addr,
-			   struct fib_route *out)
+/*
+ * While the guard is on, a sampled lookup of @a4 (or @a6): through the
+ * cache as always (probe, then miss and fill), and it counts toward the
+ * end of the flood.
+ */
+static bool cache_sampled(struct cache *c, struct cache_thread *t, const uint32_t *a4,
+			  const struct in6_addr *a6, struct fib_route *out)
 {
-	int hit = cache_hit_rcu(c, t, addr, 0, cache_gen_slot4(addr), out);
+	int hit;
 
-	return hit >= 0 ? hit : cache_miss4_rcu(c, t, addr, out);
-}
+	if (a4) {
+		hit = cache_hit_rcu(c, t, *a4, 0, cache_gen_slot4(*a4), out);
+		if (hit < 0)
+			hit = cache_miss4_rcu(c, t, *a4, out);
+	} else {
+		trie_key6 k = addr_key6_raw(a6);
 
-static bool cache_through6(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
-			   struct fib_route *out)
-{
-	trie_key6 k = addr_key6_raw(addr);
-	int hit = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
-				cache_gen_slot6((uint64_t)(k >> 64)), out);
-
-	return hit >= 0 ? hit : cache_miss6_rcu(c, t, addr, out);
+		hit = cache_hit_rcu(c, t, (uint64_t)(k >> 64), (uint64_t)k,
+				    cache_gen_slot6((uint64_t)(k >> 64)), out);
+		if (hit < 0)
+			hit = cache_miss6_rcu(c, t, a6, out);
+	}
+	cache_flood_watch_hits(t);
+	return hit;
 }
 
 static bool cache_copy(const struct fib_route *r, struct fib_route *out)
@@ -868,10 +875,8 @@ static uint64_t cache_batch_bypass(struct cache *c, struct cache_thread *t, cons
 		if (t->flood && cache_bypass(t)) {
 			hit = cache_copy(res[i], &out[i]);
 			bypassed++;
-		} else { /* sampled, or the guard went off: probe and fill as always */
-			hit = a4 ? cache_through4(c, t, a4[i], &out[i])
-				 : cache_through6(c, t, &a6[i], &out[i]);
-			cache_flood_watch_hits(t);
+		} else { /* sampled, or the guard went off */
+			hit = cache_sampled(c, t, a4 ? &a4[i] : NULL, a4 ? NULL : &a6[i], &out[i]);
 		}
 		found |= (uint64_t)hit << i;
 	}
@@ -957,29 +962,19 @@ uint64_t cache_lookup6_batch_rcu(struct cache *c, struct cache_thread *t,
 
 bool cache_flood4_rcu(struct cache *c, struct cache_thread *t, uint32_t addr, struct fib_route *out)
 {
-	bool found;
-
-	if (cache_bypass(t)) {
-		CACHE_INC(t->st.bypassed);
-		return cache_copy(fib_lookup4_rcu(c->tb, addr), out);
-	}
-	found = cache_through4(c, t, addr, out);
-	cache_flood_watch_hits(t);
-	return found;
+	if (!cache_bypass(t))
+		return cache_sampled(c, t, &addr, NULL, out);
+	CACHE_INC(t->st.bypassed);
+	return cache_copy(fib_lookup4_rcu(c->tb, addr), out);
 }
 
 bool cache_flood6_rcu(struct cache *c, struct cache_thread *t, const struct in6_addr *addr,
 		      struct fib_route *out)
 {
-	bool found;
-
-	if (cache_bypass(t)) {
-		CACHE_INC(t->st.bypassed);
-		return cache_copy(fib_lookup6_rcu(c->tb, addr), out);
-	}
-	found = cache_through6(c, t, addr, out);
-	cache_flood_watch_hits(t);
-	return found;
+	if (!cache_bypass(t))
+		return cache_sampled(c, t, NULL, addr, out);
+	CACHE_INC(t->st.bypassed);
+	return cache_copy(fib_lookup6_rcu(c->tb, addr), out);
 }
 
 bool cache_lookup4_call_rcu(struct cache *c, struct cache_thread *t, uint32_t addr,

@@ -775,11 +775,18 @@ static void e2e_compare(struct table *tt, const uint32_t *a, const char *label)
 	e2e_row("fib_lookup4_batch_rcu (trie)", batch, best(trie));
 	for (size_t m = 0; m < E2E_VARIANTS; m++) {
 		bool b = e2e_variants[m].kind == JOB_CACHE_BATCH;
+		struct cache_stats st;
+		uint64_t looked;
 
-		printf("%-34s %12.1f %10.2f %9.0f   hit ratio %.3f, / trie %s %.2f\n",
+		cache_get_stats(c[m], &st);
+		looked = st.hits - st0[m].hits + st.misses - st0[m].misses + st.bypassed -
+			 st0[m].bypassed;
+		printf("%-34s %12.1f %10.2f %9.0f   hit ratio %.3f, fills/lookup %.3f, / trie %s "
+		       "%.2f\n",
 		       e2e_variants[m].name, best(v[m]) / 1e6, best(v[m]) / best(trie),
-		       spread(v[m]), hit_ratio_since(c[m], &st0[m]), b ? "batch" : "single",
-		       best(v[m]) / best(b ? batch : trie));
+		       spread(v[m]), hit_ratio_since(c[m], &st0[m]),
+		       looked ? (double)(st.fills - st0[m].fills) / (double)looked : 0,
+		       b ? "batch" : "single", best(v[m]) / best(b ? batch : trie));
 		cache_destroy(c[m]);
 	}
 	if (best(lp) > 0) {

@@ -284,6 +284,12 @@ static inline bool tnode_full(const struct tnode *tn, const struct node *n)
 	return n && !node_is_leaf(n) && n->pos + n->bits == tn->n.pos;
 }
 
+/* tnode_full() read off a slot of @tn: the child itself is not touched. */
+static inline bool slot_full(const struct tnode *tn, uintptr_t s)
+{
+	return slot_bits(s) && slot_pos(s) + slot_bits(s) == tn->n.pos;
+}
+
 static inline size_t leaf_size(unsigned int nr)
 {
 	return sizeof(struct leaf) + nr * sizeof(struct fib_route);
@@ -387,28 +393,46 @@ static void node_retire(struct TRIE *t, struct node *n)
 	}
 }
 
-/* Sets child @i of @tn, keeping its counts and slen; publishes @n to readers. */
-static void put_child(struct tnode *tn, unsigned long i, struct node *n)
+/*
+ * Sets child @i of @tn to the node of slot @s (0: none), whose slen is
+ * @slen, keeping the counts and slen; publishes it to readers. Reads
+ * nothing of the child: inflate and halve move children by their slots
+ * and their old parent's slen copies, so a resize does not miss on every
+ * grandchild it moves.
+ */
+static void put_slot(struct tnode *tn, unsigned long i, uintptr_t s, unsigned int slen)
 {
-	struct node *chi = child_get(tn, i);
-	bool wasfull = tnode_full(tn, chi), isfull = tnode_full(tn, n);
+	uintptr_t old = tn->child[i];
+	bool wasfull = slot_full(tn, old), isfull = slot_full(tn, s);
 
-	if (!n && chi)
+	if (!s && old)
 		tn->empty_children++;
-	else if (n && !chi)
+	else if (s && !old)
 		tn->empty_children--;
 	if (wasfull && !isfull)
 		tn->full_children--;
 	else if (!wasfull && isfull)
 		tn->full_children++;
-	if (n && tn->n.slen < n->slen)
-		SLEN_STORE(tn->n.slen, n->slen);
+	if (s && tn->n.slen < slen)
+		SLEN_STORE(tn->n.slen, slen);
 	/* The slen copy never says less than what a reader may find there. */
-	if (n && n->slen > child_slen(tn)[i])
-		SLEN_STORE(child_slen(tn)[i], n->slen);
-	slot_publish(&tn->child[i], n);
-	if (!n || n->slen < child_slen(tn)[i])
-		SLEN_STORE(child_slen(tn)[i], n ? n->slen : 0);
+	if (s && slen > child_slen(tn)[i])
+		SLEN_STORE(child_slen(tn)[i], slen);
+	__atomic_store_n(&tn->child[i], s, __ATOMIC_RELEASE);
+	if (!s || slen < child_slen(tn)[i])
+		SLEN_STORE(child_slen(tn)[i], s ? slen : 0);
+}
+
+/* Sets child @i of @tn to @n (or none), as put_slot(). */
+static void put_child(struct tnode *tn, unsigned long i, struct node *n)
+{
+	put_slot(tn, i, node_slot(n), n ? n->slen : 0);
+}
+
+/* Moves child @j of @from to child @i of @tn, by its slot (from stays as it is). */
+static void move_child(struct tnode *tn, unsigned long i, const struct tnode *from, unsigned long j)
+{
+	put_slot(tn, i, from->child[j], child_slen(from)[j]);
 }
 
 static void fb_drop(struct TRIE *t);
@@ -519,14 +543,16 @@ static bool should_collapse(const struct tnode *tn)
 static void update_children(struct tnode *tn)
 {
 	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
-		struct node *c = child_get(tn, i);
+		uintptr_t s = tn->child[i];
+		struct tnode *c = node_tnode(slot_node(s));
 
-		if (!c || node_is_leaf(c))
+		/* Leaves have no parent pointer: their slots say so (bits 0). */
+		if (!slot_bits(s))
 			continue;
-		if (node_tnode(c)->parent == tn)
-			update_children(node_tnode(c));
+		if (c->parent == tn)
+			update_children(c);
 		else
-			node_set_parent(c, tn);
+			rcu_assign_pointer(c->parent, tn);
 	}
 }
 
@@ -562,23 +588,22 @@ static void resize_full_children(struct TRIE *t, struct tnode *tn)
 	if (t->top_down)
 		return;
 	for (unsigned long i = child_length(&tn->n); i;) {
-		struct node *c = child_get(tn, --i);
+		uintptr_t s = tn->child[--i];
 
-		if (tnode_full(tn, c))
-			resize(t, node_tnode(c));
+		if (slot_full(tn, s))
+			resize(t, node_tnode(slot_node(s)));
 	}
 }
 
-/* Nonempty children of @tn in [lo, hi); *@only is the last one seen. */
+/* Nonempty children of @tn in [lo, hi); *@only is the index of the last one seen. */
 static unsigned long children_used(const struct tnode *tn, unsigned long lo, unsigned long hi,
-				   struct node **only)
+				   unsigned long *only)
 {
 	unsigned long used = 0;
 
-	*only = NULL;
 	for (unsigned long j = lo; j < hi; j++) {
 		if (tn->child[j]) {
-			*only = child_get(tn, j);
+			*only = j;
 			used++;
 		}
 	}
@@ -595,22 +620,23 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 	tn->parent = oldtn->parent;
 	m = (TKEY)1 << tn->n.pos;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		struct node *c = child_get(oldtn, --i), *only0, *only1;
+		uintptr_t s = oldtn->child[--i];
+		struct node *c = slot_node(s);
 		struct tnode *in, *node0, *node1;
-		unsigned long half, used0, used1;
+		unsigned long half, used0, used1, only0 = 0, only1 = 0;
 
-		if (!c)
+		if (!s)
 			continue;
 		/* A leaf or an internal node with skipped bits moves as it is. */
-		if (!tnode_full(oldtn, c)) {
-			put_child(tn, get_index(c->key, &tn->n), c);
+		if (!slot_full(oldtn, s)) {
+			move_child(tn, get_index(c->key, &tn->n), oldtn, i);
 			continue;
 		}
 		in = node_tnode(c);
 		/* A full node of two children dissolves into the new level. */
-		if (c->bits == 1) {
-			put_child(tn, 2 * i + 1, child_get(in, 1));
-			put_child(tn, 2 * i, child_get(in, 0));
+		if (slot_bits(s) == 1) {
+			move_child(tn, 2 * i + 1, in, 1);
+			move_child(tn, 2 * i, in, 0);
 			continue;
 		}
 		/*
@@ -642,20 +668,26 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 		}
 		for (unsigned long j = 0; j < half && (node0 || node1); j++) {
 			if (node1)
-				put_child(node1, j, child_get(in, half + j));
+				move_child(node1, j, in, half + j);
 			if (node0)
-				put_child(node0, j, child_get(in, j));
+				move_child(node0, j, in, j);
 		}
-		put_child(tn, 2 * i + 1, node1 ? &node1->n : only1);
-		put_child(tn, 2 * i, node0 ? &node0->n : only0);
+		if (node1)
+			put_child(tn, 2 * i + 1, &node1->n);
+		else if (used1)
+			move_child(tn, 2 * i + 1, in, only1);
+		if (node0)
+			put_child(tn, 2 * i, &node0->n);
+		else if (used0)
+			move_child(tn, 2 * i, in, only0);
 	}
 	replace(t, oldtn, tn);
 	/* The full children were split or dissolved: retire them too. */
 	for (unsigned long i = 0; i < child_length(&oldtn->n); i++) {
-		struct node *c = child_get(oldtn, i);
+		uintptr_t s = oldtn->child[i];
 
-		if (tnode_full(oldtn, c))
-			node_retire(t, c);
+		if (slot_full(oldtn, s))
+			node_retire(t, slot_node(s));
 	}
 	node_retire(t, &oldtn->n);
 	resize_full_children(t, tn);
@@ -673,25 +705,25 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		return -ENOMEM;
 	tn->parent = oldtn->parent;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		struct node *node1 = child_get(oldtn, --i);
-		struct node *node0 = child_get(oldtn, --i);
+		uintptr_t s1 = oldtn->child[--i];
+		uintptr_t s0 = oldtn->child[--i];
 		struct tnode *in;
 
 		/* At most one of the pair: it moves up as it is. */
-		if (!node1 || !node0) {
-			if (node1 || node0)
-				put_child(tn, i / 2, node1 ? node1 : node0);
+		if (!s1 || !s0) {
+			if (s1 || s0)
+				move_child(tn, i / 2, oldtn, s1 ? i + 1 : i);
 			continue;
 		}
-		/* Both: a new node of one bit keeps them apart. */
-		in = tnode_new(t, node0->key, oldtn->n.pos, 1);
+		/* Both: a new node of one bit keeps them apart (key: oldtn's, index i). */
+		in = tnode_new(t, oldtn->n.key | (TKEY)i << oldtn->n.pos, oldtn->n.pos, 1);
 		if (!in) {
 			tnode_free_new(t, tn);
 			return -ENOMEM;
 		}
 		in->parent = tn;
-		put_child(in, 1, node1);
-		put_child(in, 0, node0);
+		move_child(in, 1, oldtn, i + 1);
+		move_child(in, 0, oldtn, i);
 		put_child(tn, i / 2, &in->n);
 	}
 	replace(t, oldtn, tn);
@@ -1058,8 +1090,20 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 	struct node *n = tp ? child_get(tp, get_index(key, &tp->n)) : slot_node(t->root);
 
 	if (n) {
-		/* Something else sits in the slot: a new node splits at the first differing bit. */
-		struct tnode *tn = tnode_new(t, key, key_fls(key ^ n->key), 1);
+		/*
+		 * Something else sits in the slot: a new node splits at the first
+		 * differing bit. Between two leaves, one of 1 bit would inflate at
+		 * once (2 of 2 children used) to 2 bits, and stay so (2 of 4, no
+		 * full child): it is made so, not made and copied.
+		 */
+		unsigned int pos = key_fls(key ^ n->key), bits = 1;
+		struct tnode *tn;
+
+		if (pos && node_is_leaf(n)) {
+			pos--;
+			bits = 2;
+		}
+		tn = tnode_new(t, key, pos, bits);
 
 		if (!tn)
 			return -ENOMEM;

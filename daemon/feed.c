@@ -31,7 +31,7 @@
 #include "daemon/writer.h"
 #include "lib/rtnl.h"
 
-#define FEED_SET_MIN  1024
+#define FEED_SET_MIN   1024
 #define FEED_HUGE_PAGE (2u << 20)
 
 struct feed_pending;
@@ -105,7 +105,8 @@ struct feed {
 	uint64_t n_wait_records;               /* waiting routes, superseded ones too */
 	uint64_t waited_routes, waited_groups; /* that waited in this sync, for its end's log */
 	/* counters: uatomic, written by the writer (and loop for its own), read by anyone */
-	uint64_t messages, routes, nexthops, route_updates, skipped, decode_errors, apply_errors;
+	uint64_t messages, routes, nexthops, route_updates, coalesced, skipped, decode_errors,
+		apply_errors;
 	uint64_t dumps, resyncs, enobufs, swept, flushed, connects, refused;
 	uint64_t wait_objects, wait_routes;
 	pthread_mutex_t lock; /* last_error */
@@ -480,8 +481,8 @@ static void feed_refused(struct feed *f, const struct errbuf *err)
 }
 
 /* fib_route_add_undo() of @rc with FIB_F_* @flags, counted. */
-static int feed_fib_add_once(struct feed *f, struct fib_rcfg *rc, unsigned int flags,
-			     bool *changed, struct errbuf *err)
+static int feed_fib_add_once(struct feed *f, struct fib_rcfg *rc, unsigned int flags, bool *changed,
+			     struct errbuf *err)
 {
 	struct fib *fib = f->d->fib;
 	struct fib_undo u;
@@ -1157,37 +1158,80 @@ static void feed_wait_drop(struct feed *f, const char *why)
 
 /* ------------------------------------------------------------- messages */
 
-static void feed_route(struct feed *f, const struct nlmsghdr *nlh)
+enum feed_msg_kind {
+	FEED_MSG_NONE,  /* skipped or malformed: counted */
+	FEED_MSG_DUMP,  /* a route a dump lists: see feed_pending_flush() */
+	FEED_MSG_EVENT, /* an add or delete to apply */
+};
+
+/* Decodes a route message into @r, counting what it skips; nothing else changes. */
+static enum feed_msg_kind feed_route_decode(struct feed *f, const struct nlmsghdr *nlh,
+					    struct rtnl_route *r)
 {
-	struct rtnl_route r;
 	struct errbuf err;
-	int ret = rtnl_decode_route(nlh, &r, &err);
+	int ret = rtnl_decode_route(nlh, r, &err);
 
 	if (ret == -EAFNOSUPPORT) {
 		feed_inc(&f->skipped, 1);
-		return;
+		return FEED_MSG_NONE;
 	}
 	if (ret) {
 		feed_error(f, &f->decode_errors, "%s", err.msg);
-		return;
+		return FEED_MSG_NONE;
 	}
-	r.rc.paths = r.paths;
-	if ((r.rtm_flags & RTM_F_CLONED) ||
-	    !feed_wants_table(f, r.rc.table ? r.rc.table : FIB_TABLE_MAIN)) {
+	r->rc.paths = r->paths;
+	if ((r->rtm_flags & RTM_F_CLONED) ||
+	    !feed_wants_table(f, r->rc.table ? r->rc.table : FIB_TABLE_MAIN)) {
 		feed_inc(&f->skipped, 1);
-		return;
+		return FEED_MSG_NONE;
 	}
 	/* A dump's message (NLM_F_MULTI) carries no request flags: see feed_pending_flush(). */
-	if (!r.del && (nlh->nlmsg_flags & NLM_F_MULTI)) {
-		feed_pending_add(f, &r);
-		return;
-	}
+	if (!r->del && (nlh->nlmsg_flags & NLM_F_MULTI))
+		return FEED_MSG_DUMP;
+	return FEED_MSG_EVENT;
+}
+
+static void feed_route_apply(struct feed *f, struct rtnl_route *r)
+{
+	struct errbuf err;
+
 	feed_pending_flush(f);
-	feed_wait_supersede(f, &r.rc);
-	if (r.del)
-		feed_route_del(f, &r, &err);
-	else if (!feed_wait_route(f, &r.rc))
-		feed_route_add(f, &r);
+	feed_wait_supersede(f, &r->rc);
+	if (r->del)
+		feed_route_del(f, r, &err);
+	else if (!feed_wait_route(f, &r->rc))
+		feed_route_add(f, r);
+}
+
+/*
+ * zebra sends a route's update as its RTM_DELROUTE and then the new
+ * RTM_NEWROUTE, in one frame (dplane_fpm_nl). Applied one after the other,
+ * the prefix would be missing from the FIB between the two, and lookups
+ * would fall to a shorter prefix (or none); and the delete costs a trie
+ * edit of its own. Whether the delete @d, followed at once by the add
+ * @n, can be left out, the add alone making the FIB what both would:
+ * the same key (table, prefix, metric), the feed's; an add that replaces
+ * the key's route (not an IPv6 sibling appended or prepended), goes in
+ * now (no nexthop object to wait for) and finds at most one route of the
+ * key, which the delete would take out (or find nothing to take) and the
+ * replace takes out just the same.
+ */
+static bool feed_del_replaced(struct feed *f, const struct rtnl_route *d,
+			      const struct rtnl_route *n)
+{
+	uint32_t table = d->rc.table ? d->rc.table : FIB_TABLE_MAIN;
+	const struct fib_route *r;
+	unsigned int nr = 0, same = 0;
+
+	if (!feed_same_prefix(&d->rc, &n->rc) || d->rc.metric != n->rc.metric ||
+	    !(feed_add_flags(n->rc.flags) & FIB_F_REPLACE) ||
+	    (f->syncing && n->rc.nh_id && !feed_ids_has(&f->ids, n->rc.nh_id)) ||
+	    !feed_owns(f, &d->rc, d->rc.metric))
+		return false;
+	r = fib_find_rcu(f->d->fib, table, &d->rc.dst, &nr);
+	for (unsigned int i = 0; r && i < nr; i++)
+		same += r[i].metric == d->rc.metric;
+	return same <= 1;
 }
 
 /* Sets object @c (a mirror replaces what it had) and marks it the feed's. */
@@ -1282,30 +1326,55 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 		feed_wait_release(f, n.cfg.id, &err);
 }
 
+/*
+ * Applies the messages of @buf in order. A route's delete waits for the
+ * next message: an add that replaces it is applied alone
+ * (feed_del_replaced()).
+ */
 static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
 {
+	struct rtnl_route r[2], *held = NULL;
 	const struct nlmsghdr *nlh;
 	struct errbuf err;
 	size_t off = 0;
 	int ret;
 
 	while ((ret = rtnl_next(buf, len, &off, &nlh, &err)) == 0) {
+		struct rtnl_route *cur = held == &r[0] ? &r[1] : &r[0];
+		enum feed_msg_kind kind = FEED_MSG_NONE;
+
 		feed_inc(&f->messages, 1);
-		switch (nlh->nlmsg_type) {
-		case RTM_NEWROUTE:
-		case RTM_DELROUTE:
-			feed_route(f, nlh);
+		if (nlh->nlmsg_type == RTM_NEWROUTE || nlh->nlmsg_type == RTM_DELROUTE)
+			kind = feed_route_decode(f, nlh, cur);
+		if (held) {
+			if (kind == FEED_MSG_EVENT && !cur->del && feed_del_replaced(f, held, cur))
+				feed_inc(&f->coalesced, 1);
+			else
+				feed_route_apply(f, held);
+			held = NULL;
+		}
+		switch (kind) {
+		case FEED_MSG_EVENT:
+			if (cur->del)
+				held = cur;
+			else
+				feed_route_apply(f, cur);
 			break;
-		case RTM_NEWNEXTHOP:
-		case RTM_DELNEXTHOP:
-			feed_pending_flush(f);
-			feed_nexthop(f, nlh);
+		case FEED_MSG_DUMP:
+			feed_pending_add(f, cur);
 			break;
-		default:
+		case FEED_MSG_NONE:
+			if (nlh->nlmsg_type == RTM_NEWNEXTHOP ||
+			    nlh->nlmsg_type == RTM_DELNEXTHOP) {
+				feed_pending_flush(f);
+				feed_nexthop(f, nlh);
+			}
 			/* Links, addresses, NLMSG_DONE: the loop's business. */
 			break;
 		}
 	}
+	if (held)
+		feed_route_apply(f, held);
 	if (ret != -ENODATA)
 		feed_error(f, &f->decode_errors, "%s", err.msg);
 }
@@ -1606,6 +1675,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->routes = FEED_LOAD(routes);
 	st->nexthops = FEED_LOAD(nexthops);
 	st->route_updates = FEED_LOAD(route_updates);
+	st->coalesced = FEED_LOAD(coalesced);
 	st->skipped = FEED_LOAD(skipped);
 	st->decode_errors = FEED_LOAD(decode_errors);
 	st->apply_errors = FEED_LOAD(apply_errors);

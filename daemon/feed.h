@@ -25,6 +25,7 @@ struct feed_stats {
 	uint64_t wait_objects;  /* objects routes or groups wait for (in a sync) */
 	uint64_t wait_routes;   /* routes that wait for their object */
 	uint64_t route_updates; /* route adds and deletes applied */
+	uint64_t coalesced;     /* deletes an add of the same key replaced (feed_del_replaced) */
 	uint64_t skipped;       /* messages not for us: other tables, cache routes, families */
 	uint64_t decode_errors; /* malformed messages (counted, skipped) */
 	uint64_t apply_errors;  /* well-formed updates the FIB refused */

@@ -295,6 +295,7 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	ret |= state_u64(n, "waiting-nexthop-objects", fs->wait_objects);
 	ret |= state_u64(n, "waiting-routes", fs->wait_routes);
 	ret |= state_u64(n, "route-updates", fs->route_updates);
+	ret |= state_u64(n, "coalesced", fs->coalesced);
 	ret |= state_u64(n, "skipped", fs->skipped);
 	ret |= state_u64(n, "decode-errors", fs->decode_errors);
 	ret |= state_u64(n, "apply-errors", fs->apply_errors);

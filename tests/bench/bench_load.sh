@@ -6,7 +6,7 @@
 # no device for a blackhole route, so neither side resolves nexthops).
 # Usage: tests/bench/bench_load.sh [BUILDDIR] [RUNS] [KERNEL_RUNS]   (root, for unshare -n)
 # RUNS (default 3) loads per lcfibctl variant, KERNEL_RUNS (default 1) of
-# ip -batch, which takes about 45 s on our VM.
+# ip -batch, which takes about 45 s on our VM (0: lcfibd alone).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top}" && pwd)
@@ -57,6 +57,10 @@ for how in file stdin; do
 	printf '%-34s %8.3f %12.0f %10s\n' "lcfibctl load ($how), best of $runs" "$t" "$(echo "$n / $t" | bc -l)" "$rss"
 	eval "lcfib_$how=$t"
 done
+if [ "$kruns" -eq 0 ]; then
+	echo "(no ip -batch run: KERNEL_RUNS is 0)"
+	exit 0
+fi
 times=()
 for _ in $(seq "$kruns"); do
 	t=$(unshare -n bash -c '

@@ -1590,6 +1590,45 @@ static void test_trie_inflates_dense_node_and_halves_it_back(void **state)
 	expect_lookup(tt, net | ((tkey)65 << shift) | 1, (int)len - 8, 1);
 }
 
+/*
+ * Two leaves are joined by the node the kernel's resize leaves: 2 bits when
+ * they differ above the last bit (a node of 1 bit with both children used
+ * inflates at once, and two of its four slots used, neither an internal
+ * node, stay), 1 bit when they differ at the last bit (pos 0: nothing to
+ * inflate into). lcfib makes the 2-bit node at once (leaf_insert()).
+ */
+static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	tkey a = K(tt, v4 ? "10.1.0.0" : "2001:db8:1::");
+	tkey b = K(tt, v4 ? "10.1.128.0" : "2001:db8:1:8000::");
+	tkey host = K(tt, v4 ? "192.0.2.0" : "2001:db8:2::");
+	struct trie_stats st;
+
+	assert_int_equal(tt_set(tt, a, v4 ? 17 : 49, 1, 1), 0);
+	assert_int_equal(tt_set(tt, b, v4 ? 17 : 49, 1, 2), 0);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_int_equal(st.tnodes, 1);
+	assert_int_equal(st.nodes_by_bits[2], 1);
+	expect_lookup(tt, a | 1, v4 ? 17 : 49, 1);
+	expect_lookup(tt, b | 1, v4 ? 17 : 49, 2);
+
+	/* Both gone, then two hosts that differ in the last bit. */
+	assert_int_equal(tt_del(tt, a, v4 ? 17 : 49), 0);
+	assert_int_equal(tt_del(tt, b, v4 ? 17 : 49), 0);
+	assert_int_equal(tt_set(tt, host, tt->bits, 1, 3), 0);
+	assert_int_equal(tt_set(tt, host | 1, tt->bits, 1, 4), 0);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_int_equal(st.tnodes, 1);
+	assert_int_equal(st.nodes_by_bits[1], 1);
+	expect_lookup(tt, host, (int)tt->bits, 3);
+	expect_lookup(tt, host | 1, (int)tt->bits, 4);
+}
+
 /* Insert many, delete all: no leaf, no node, no byte of either left behind. */
 static void test_trie_shrinks_back(void **state)
 {
@@ -1760,6 +1799,7 @@ int main(void)
 		T(test_trie_leaf_holds_at_most_leaf_max_routes),
 		T(test_trie_same_prefix_several_routes_lookup_returns_first),
 		T(test_trie_inflates_dense_node_and_halves_it_back),
+		T(test_trie_joins_two_leaves_as_resize_leaves_them),
 		T(test_trie_stats_and_dump_match_contents),
 		T(test_trie_shrinks_back),
 		T(test_trie_differential_v4),
@@ -1776,6 +1816,7 @@ int main(void)
 		T6(test_trie_leaf_holds_at_most_leaf_max_routes),
 		T6(test_trie_same_prefix_several_routes_lookup_returns_first),
 		T6(test_trie_inflates_dense_node_and_halves_it_back),
+		T6(test_trie_joins_two_leaves_as_resize_leaves_them),
 		T6(test_trie_stats_and_dump_match_contents),
 		T6(test_trie_shrinks_back),
 		T6(test_trie_differential_v6),

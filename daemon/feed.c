@@ -1329,7 +1329,8 @@ static void feed_nexthop(struct feed *f, const struct nlmsghdr *nlh)
 /*
  * Applies the messages of @buf in order. A route's delete waits for the
  * next message: an add that replaces it is applied alone
- * (feed_del_replaced()).
+ * (feed_del_replaced()), and the delete after it only if the FIB refused
+ * the add, which then changed nothing.
  */
 static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
 {
@@ -1340,25 +1341,33 @@ static void feed_apply_msgs(struct feed *f, const uint8_t *buf, size_t len)
 	int ret;
 
 	while ((ret = rtnl_next(buf, len, &off, &nlh, &err)) == 0) {
-		struct rtnl_route *cur = held == &r[0] ? &r[1] : &r[0];
+		struct rtnl_route *cur = held == &r[0] ? &r[1] : &r[0], *del = NULL;
 		enum feed_msg_kind kind = FEED_MSG_NONE;
+		uint64_t refused;
 
 		feed_inc(&f->messages, 1);
 		if (nlh->nlmsg_type == RTM_NEWROUTE || nlh->nlmsg_type == RTM_DELROUTE)
 			kind = feed_route_decode(f, nlh, cur);
 		if (held) {
 			if (kind == FEED_MSG_EVENT && !cur->del && feed_del_replaced(f, held, cur))
-				feed_inc(&f->coalesced, 1);
+				del = held;
 			else
 				feed_route_apply(f, held);
 			held = NULL;
 		}
 		switch (kind) {
 		case FEED_MSG_EVENT:
-			if (cur->del)
+			if (cur->del) {
 				held = cur;
-			else
-				feed_route_apply(f, cur);
+				break;
+			}
+			refused = uatomic_read(&f->apply_errors);
+			feed_route_apply(f, cur);
+			/* An add the FIB refused changed nothing: its delete applies as sent. */
+			if (del && uatomic_read(&f->apply_errors) != refused)
+				feed_route_apply(f, del);
+			else if (del)
+				feed_inc(&f->coalesced, 1);
 			break;
 		case FEED_MSG_DUMP:
 			feed_pending_add(f, cur);

@@ -341,7 +341,9 @@ test_fpm_update_as_delete_and_add_in_one_frame()
 	# Each update's delete is left out only where the add alone ends the
 	# same (counted in coalesced): the first. Not the IPv6 prepend (it adds
 	# a sibling), not a key the feed does not hold, not a key of two routes
-	# (the add would replace the first, the delete names the other).
+	# (the add would replace the first, the delete names the other). The
+	# last add is refused (a blackhole takes no gateway): its delete then
+	# applies after it, and the prefix goes, as sent.
 	send_script "$port" <<EOF
 route add 10.0.0.0/24 via 192.0.2.1 dev $DEV metric 20
 route prepend 2001:db8:1::/48 via 2001:db8::1 dev $DEV metric 20
@@ -351,6 +353,8 @@ route del 10.0.0.0/24 via 192.0.2.1 dev $DEV metric 20 ; route add 10.0.0.0/24 v
 route del 2001:db8:1::/48 via 2001:db8::1 dev $DEV metric 20 ; route prepend 2001:db8:1::/48 via 2001:db8::2 dev $DEV metric 20
 route del 10.8.0.0/16 metric 20 ; route add 10.8.0.0/16 via 192.0.2.8 dev $DEV metric 20
 route del 10.9.0.0/24 via 192.0.2.3 dev $DEV metric 20 ; route add 10.9.0.0/24 via 192.0.2.5 dev $DEV metric 20
+route add 10.7.0.0/24 via 192.0.2.1 dev $DEV metric 20
+route del 10.7.0.0/24 via 192.0.2.1 dev $DEV metric 20 ; route add 10.7.0.0/24 type blackhole via 192.0.2.9 metric 20
 EOF
 	wait_routes "$s" "10.0.0.0/24 unicast metric 20 via 192.0.2.2 dev if$DEV
 10.8.0.0/16 unicast metric 20 via 192.0.2.8 dev if$DEV
@@ -358,7 +362,8 @@ EOF
 2001:db8:1::/48 unicast metric 20 via 2001:db8::2 dev if$DEV" "after DEL+NEW frames"
 	fpm_counter "$s" coalesced 1
 	fpm_counter "$s" skipped 1
-	fpm_counter "$s" apply-errors 0
+	fpm_counter "$s" apply-errors 1
+	expect_match "$(fpm_value "$s" last-error)" "10.7.0.0/24 .*takes no gateway" "last-error"
 	d_stop "$A"
 }
 

@@ -64,10 +64,11 @@ static void writer_finish(struct writer *w, struct writer_job *j)
 	w->done_tail = &j->next;
 	idle = !w->todo;
 	pthread_mutex_unlock(&w->lock);
+	/* The job's answer first: the flush may trim the allocator (50 ms after a full load). */
+	writer_kick(w);
 	/* Going idle: the last few retired objects go to the background thread. */
 	if (idle)
 		fib_reclaim_flush(w->d->fib);
-	writer_kick(w);
 }
 
 static void *writer_main(void *arg)

@@ -1095,12 +1095,18 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		 * Something else sits in the slot: a new node splits at the first
 		 * differing bit. Between two leaves, one of 1 bit would inflate at
 		 * once (2 of 2 children used) to 2 bits, and stay so (2 of 4, no
-		 * full child): it is made so, not made and copied.
+		 * full child): it is made so, not made and copied. Not in bulk
+		 * mode, where no resize follows: there the node lasts until the
+		 * end's resize, and nodes of 1 bit are a size the finished trie
+		 * hardly uses, so their slab chunks come free whole and go back
+		 * to the system (of 2 bits, they left the chunks of the trie's
+		 * own 2-bit nodes a third free: RSS 1.54x the live bytes after a
+		 * full view loaded in lcfibd, against 1.15x).
 		 */
 		unsigned int pos = key_fls(key ^ n->key), bits = 1;
 		struct tnode *tn;
 
-		if (pos && node_is_leaf(n)) {
+		if (pos && node_is_leaf(n) && !t->deferred) {
 			pos--;
 			bits = 2;
 		}

@@ -574,7 +574,8 @@ static bool rf_is_unsupported(const struct rf_tok *t)
 		const char *w = rf_unsupported[i];
 
 		/* The first letter tells most apart: this is asked of each line's route type. */
-		if (t->len && w[0] == t->s[0] && strncmp(w, t->s, t->len) == 0 && !w[t->len])
+		if (t->len && w[0] == t->s[0] && strlen(w) == t->len &&
+		    memcmp(w, t->s, t->len) == 0)
 			return true;
 	}
 	return false;

@@ -1605,20 +1605,21 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	tkey a = K(tt, v4 ? "10.1.0.0" : "2001:db8:1::");
 	tkey b = K(tt, v4 ? "10.1.128.0" : "2001:db8:1:8000::");
 	tkey host = K(tt, v4 ? "192.0.2.0" : "2001:db8:2::");
+	unsigned int len = v4 ? 17 : 49; /* a and b differ in their last bit */
 	struct trie_stats st;
 
-	assert_int_equal(tt_set(tt, a, v4 ? 17 : 49, 1, 1), 0);
-	assert_int_equal(tt_set(tt, b, v4 ? 17 : 49, 1, 2), 0);
+	assert_int_equal(tt_set(tt, a, len, 1, 1), 0);
+	assert_int_equal(tt_set(tt, b, len, 1, 2), 0);
 	assert_trie_ok(tt);
 	tt_stats(tt, &st);
 	assert_int_equal(st.tnodes, 1);
 	assert_int_equal(st.nodes_by_bits[2], 1);
-	expect_lookup(tt, a | 1, v4 ? 17 : 49, 1);
-	expect_lookup(tt, b | 1, v4 ? 17 : 49, 2);
+	expect_lookup(tt, a | 1, (int)len, 1);
+	expect_lookup(tt, b | 1, (int)len, 2);
 
 	/* Both gone, then two hosts that differ in the last bit. */
-	assert_int_equal(tt_del(tt, a, v4 ? 17 : 49), 0);
-	assert_int_equal(tt_del(tt, b, v4 ? 17 : 49), 0);
+	assert_int_equal(tt_del(tt, a, len), 0);
+	assert_int_equal(tt_del(tt, b, len), 0);
 	assert_int_equal(tt_set(tt, host, tt->bits, 1, 3), 0);
 	assert_int_equal(tt_set(tt, host | 1, tt->bits, 1, 4), 0);
 	assert_trie_ok(tt);

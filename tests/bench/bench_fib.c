@@ -893,8 +893,7 @@ static void print_trim_row(const char *name, uint64_t before, uint64_t after, ui
 			   uint64_t live1)
 {
 	printf("%-26s %10.1f %10.1f %9.2f %9.2f\n", name, (double)before / MIB, (double)after / MIB,
-	       live0 ? (double)before / (double)live0 : 0,
-	       live1 ? (double)after / (double)live1 : 0);
+	       live0 ? (double)before / (double)live0 : 0, live1 ? (double)after / (double)live1 : 0);
 }
 
 /*
@@ -1017,11 +1016,17 @@ static void bulk_load(struct bench *b, struct fib *f, struct load_fig *l4, struc
 	all->ns += l6->ns + *end_ns;
 }
 
+/* The header of a table of print_load_row()s; @first names its first column. */
+static void print_load_header(const char *first)
+{
+	printf("%-8s %10s %10s %10s %12s %10s\n", first, "routes", "duplicate", "seconds",
+	       "routes/s", "ns/route");
+}
+
 static void print_bulk_rows(const struct load_fig *l4, const struct load_fig *l6,
 			    const struct load_fig *all, uint64_t end_ns)
 {
-	printf("%-8s %10s %10s %10s %12s %10s\n", "step", "routes", "duplicate", "seconds",
-	       "routes/s", "ns/route");
+	print_load_header("step");
 	print_load_row("IPv4", l4);
 	print_load_row("IPv6", l6);
 	printf("%-8s %10s %10s %10.3f\n", "end", "", "", (double)end_ns / 1e9);
@@ -1052,8 +1057,7 @@ static void section_full_bulk_again(struct bench *b)
 	f = fib_new_or_die();
 	load_prefixes(f, b->t.v4, b->gw4, NULL, b->t.n4, &l4);
 	printf("and one route at a time (fib_route_add, file order), the same way\n");
-	printf("%-8s %10s %10s %10s %12s %10s\n", "family", "routes", "duplicate", "seconds",
-	       "routes/s", "ns/route");
+	print_load_header("family");
 	print_load_row("IPv4", &l4);
 	print_load_errors("IPv4", &l4);
 	fib_destroy(f);
@@ -1106,8 +1110,7 @@ static void section_full_bulk(struct bench *b)
 
 static uint32_t *shuffled_indices(size_t n, uint64_t seed);
 
-/* The IPv4 table in a random order: one route at a time, then in bulk mode, each into a fresh FIB.
- */
+/* The IPv4 table in a random order: one route at a time, then in bulk mode, each into a fresh FIB. */
 static void section_full_shuffled(struct bench *b)
 {
 	uint32_t *perm = shuffled_indices(b->t.n4, b->seed ^ 0x54f1);
@@ -1168,8 +1171,7 @@ static int section_full(struct bench *b)
 	printf("load: fib_route_add, one unicast route per prefix via one of %d gateways, "
 	       "CREATE|EXCL, sync-mem %" PRIu64 " B\n",
 	       N_GW, st[2].reclaim.sync_mem);
-	printf("%-8s %10s %10s %10s %12s %10s\n", "family", "routes", "duplicate", "seconds",
-	       "routes/s", "ns/route");
+	print_load_header("family");
 	print_load_row("IPv4", &b->lc_load4);
 	print_load_row("IPv6", &lf6);
 	print_load_row("total", &all);
@@ -1185,8 +1187,7 @@ static int section_full(struct bench *b)
 		uint64_t anon, huge;
 
 		anon_huge_bytes(&anon, &huge);
-		printf("huge pages (/proc/self/smaps): AnonHugePages %.1f MiB of %.1f MiB "
-		       "anonymous "
+		printf("huge pages (/proc/self/smaps): AnonHugePages %.1f MiB of %.1f MiB anonymous "
 		       "resident (%.0f%%), for %.1f MiB of slab chunks and large nodes\n",
 		       (double)huge / MIB, (double)anon / MIB,
 		       anon ? 100.0 * (double)huge / (double)anon : 0,
@@ -1419,8 +1420,7 @@ static struct rte_lpm *lpm_build(const char *name, const struct addr_prefix *p, 
 
 /* @idx: the prefixes to add, as indexes of @p, or NULL for p[0..n). */
 static struct rte_fib *rtefib_build(const struct addr_prefix *p, const uint8_t *gw,
-				    const uint32_t *idx, size_t n, struct load_fig *lf,
-				    size_t *heap)
+				    const uint32_t *idx, size_t n, struct load_fig *lf, size_t *heap)
 {
 	struct rte_fib_conf cfg = {
 		.type = RTE_FIB_DIR24_8,
@@ -1662,8 +1662,8 @@ static void section_dpdk6(struct bench *b)
 	print_load_errors("rte_fib6", &lf_fib6);
 	printf("load (IPv6 full table)     %9s %9s %10s %12s %10s %9s\n", "routes", "create s",
 	       "add s", "routes/s", "ns/route", "MiB");
-	print_dpdk_load("lcfib", &lf_lc,
-			(double)(st[1].mem.live_bytes - st[0].mem.live_bytes) / MIB, "accounted");
+	print_dpdk_load("lcfib", &lf_lc, (double)(st[1].mem.live_bytes - st[0].mem.live_bytes) / MIB,
+			"accounted");
 	if (fib6)
 		print_dpdk_load("rte_fib6 (trie, 4 B nh)", &lf_fib6, (double)heap / MIB,
 				"DPDK heap");
@@ -1671,8 +1671,8 @@ static void section_dpdk6(struct bench *b)
 	lc[0] = lk_run(pass_lc6_single, tb, b->a6_inside, b->n_addr6, b->passes);
 	lc[1] = lk_run(pass_lc6_batch, tb, b->a6_inside, b->n_addr6, b->passes);
 	if (fib6)
-		f6b[0] = f6b[1] =
-			lk_run(pass_rtefib6_bulk, fib6, b->a6_inside, b->n_addr6, b->passes);
+		f6b[0] = f6b[1] = lk_run(pass_rtefib6_bulk, fib6, b->a6_inside, b->n_addr6,
+					 b->passes);
 	printf("lookups, IPv6, one thread, the same %zu addresses, the best of %u passes\n",
 	       b->n_addr6, b->passes);
 	print_lk_header();
@@ -2204,13 +2204,11 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: bench_fib [--quick] [--cpu-time] [--section "
-		"machine|full|dpdk|sweep|syncmem]\n"
-		"  --quick         smaller counts, for a CI smoke run\n"
-		"  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
-		"  --section NAME  run one section (default: all)\n"
-		"environment: LCFIB_DATA (folder of the table), LCFIB_SEED\n");
+	fprintf(f, "usage: bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem]\n"
+		   "  --quick         smaller counts, for a CI smoke run\n"
+		   "  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
+		   "  --section NAME  run one section (default: all)\n"
+		   "environment: LCFIB_DATA (folder of the table), LCFIB_SEED\n");
 }
 
 static void bench_init(struct bench *b, bool quick)

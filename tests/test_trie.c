@@ -1595,7 +1595,8 @@ static void test_trie_inflates_dense_node_and_halves_it_back(void **state)
  * they differ above the last bit (a node of 1 bit with both children used
  * inflates at once, and two of its four slots used, neither an internal
  * node, stay), 1 bit when they differ at the last bit (pos 0: nothing to
- * inflate into). lcfib makes the 2-bit node at once (leaf_insert()).
+ * inflate into). lcfib makes the 2-bit node at once (leaf_insert()), outside
+ * bulk mode.
  */
 static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 {
@@ -1628,6 +1629,26 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	assert_int_equal(st.nodes_by_bits[1], 1);
 	expect_lookup(tt, host, (int)tt->bits, 3);
 	expect_lookup(tt, host | 1, (int)tt->bits, 4);
+
+	/*
+	 * In bulk mode, where no resize follows, the join stays of 1 bit (a
+	 * size the finished trie hardly uses, whose slab chunks then come free
+	 * whole) until the end's resize makes it 2 bits.
+	 */
+	assert_int_equal(tt_del(tt, host, tt->bits), 0);
+	assert_int_equal(tt_del(tt, host | 1, tt->bits), 0);
+	tt_set_bulk(tt, true);
+	assert_int_equal(tt_set(tt, a, len, 1, 1), 0);
+	assert_int_equal(tt_set(tt, b, len, 1, 2), 0);
+	tt_stats(tt, &st);
+	assert_int_equal(st.tnodes, 1);
+	assert_int_equal(st.nodes_by_bits[1], 1);
+	tt_set_bulk(tt, false);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_int_equal(st.tnodes, 1);
+	assert_int_equal(st.nodes_by_bits[2], 1);
+	expect_lookup(tt, b | 1, (int)len, 2);
 }
 
 /* Insert many, delete all: no leaf, no node, no byte of either left behind. */

@@ -91,9 +91,10 @@ struct tnode {
  * Memory class MEM_FALLBACK.
  */
 struct root_fb {
-	const struct tnode *root; /* the root node these entries are for */
-	TKEY key;                 /* its key, pos and bits: the keys inside it */
+	struct tnode *root; /* the root node these entries are for */
+	TKEY key;           /* its key, pos and bits: the keys inside it */
 	uint8_t pos, bits;
+	bool in_slots;     /* the root's empty slots hold the entries too (SLOT_ROUTE) */
 	uintptr_t route[]; /* const struct fib_route * in a leaf, loaded as slots are */
 };
 
@@ -189,9 +190,38 @@ static inline struct leaf *node_leaf(const struct node *n)
 #define SLOT_ADDR_BITS 48
 _Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
 
+/*
+ * An empty slot of the root may hold its answer instead of 0: the root's
+ * fallback for that child (struct root_fb), a route's address (or none)
+ * with bit 0 set, which no node's address has. A lookup whose descent
+ * ends there has its answer in the slot it read: one read where the
+ * fallback table took a second (two thirds of uniformly random IPv4
+ * addresses end at an empty slot of the root). Such values are in the
+ * root only, only while its fallbacks are published, equal to them, and
+ * only in a root without skipped bits (pos + bits = KEYLEN), so that every
+ * key is inside it; see fb_slot_set(). To every other reader and to the
+ * writer's structure such a slot is empty: slot_node() gives NULL, and
+ * the writer reads slots through slot_writer().
+ */
+#define SLOT_ROUTE ((uintptr_t)1)
+_Static_assert(_Alignof(struct fib_route) > 1, "a route's address leaves bit 0 free");
+
 static inline struct node *slot_node(uintptr_t s)
 {
-	return (struct node *)(s & (((uintptr_t)1 << SLOT_ADDR_BITS) - 1));
+	/* 0 for a route: (s & SLOT_ROUTE) - 1 masks everything out when the bit is set. */
+	return (struct node *)(s & (((uintptr_t)1 << SLOT_ADDR_BITS) - 1) & ((s & SLOT_ROUTE) - 1));
+}
+
+/* The slot @s as the writer's structure sees it: a route (SLOT_ROUTE) is an empty slot. */
+static inline uintptr_t slot_writer(uintptr_t s)
+{
+	return s & SLOT_ROUTE ? 0 : s;
+}
+
+/* The route a root slot holds for its empty child (NULL: no prefix covers it). */
+static inline const struct fib_route *slot_route(uintptr_t s)
+{
+	return (const struct fib_route *)(s - SLOT_ROUTE);
 }
 
 static inline unsigned int slot_pos(uintptr_t s)
@@ -403,7 +433,7 @@ static void node_retire(struct TRIE *t, struct node *n)
  */
 static void put_slot(struct tnode *tn, unsigned long i, uintptr_t s, unsigned int slen)
 {
-	uintptr_t old = tn->child[i];
+	uintptr_t old = slot_writer(tn->child[i]);
 	bool wasfull = slot_full(tn, old), isfull = slot_full(tn, s);
 
 	if (!s && old)
@@ -433,17 +463,23 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 /* Moves child @j of @from to child @i of @tn, by its slot (from stays as it is). */
 static void move_child(struct tnode *tn, unsigned long i, const struct tnode *from, unsigned long j)
 {
-	put_slot(tn, i, from->child[j], child_slen(from)[j]);
+	put_slot(tn, i, slot_writer(from->child[j]), child_slen(from)[j]);
 }
 
 static void fb_drop(struct TRIE *t);
 static void fb_build(struct TRIE *t);
+static void fb_slot_set(struct root_fb *fb, unsigned long j, uintptr_t v);
 
 /* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
 static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
 {
 	if (tp) {
-		put_child(tp, get_index(key, &tp->n), n);
+		unsigned long i = get_index(key, &tp->n);
+
+		put_child(tp, i, n);
+		/* An empty child of the root gets its fallback back (see SLOT_ROUTE). */
+		if (!n && t->fb && tp == t->fb->root)
+			fb_slot_set(t->fb, i, t->fb->route[i]);
 	} else {
 		/* The fallbacks go first: the caller may retire the old root next. */
 		fb_drop(t);
@@ -603,7 +639,7 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
 	unsigned long used = 0;
 
 	for (unsigned long j = lo; j < hi; j++) {
-		if (tn->child[j]) {
+		if (slot_writer(tn->child[j])) {
 			*only = j;
 			used++;
 		}
@@ -621,7 +657,7 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 	tn->parent = oldtn->parent;
 	m = (TKEY)1 << tn->n.pos;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		uintptr_t s = oldtn->child[--i];
+		uintptr_t s = slot_writer(oldtn->child[--i]);
 		struct node *c = slot_node(s);
 		struct tnode *in, *node0, *node1;
 		unsigned long half, used0, used1, only0 = 0, only1 = 0;
@@ -706,8 +742,8 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		return -ENOMEM;
 	tn->parent = oldtn->parent;
 	for (unsigned long i = child_length(&oldtn->n); i;) {
-		uintptr_t s1 = oldtn->child[--i];
-		uintptr_t s0 = oldtn->child[--i];
+		uintptr_t s1 = slot_writer(oldtn->child[--i]);
+		uintptr_t s0 = slot_writer(oldtn->child[--i]);
 		struct tnode *in;
 
 		/* At most one of the pair: it moves up as it is. */
@@ -961,7 +997,22 @@ static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
 		/* Stores only where it changes: a reader may be loading the entry. */
 		if (fb->route[j] != v)
 			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
+		fb_slot_set(fb, j, v);
 	}
+}
+
+/*
+ * Writer: puts the fallback @v of child @j in the root's slot j if that
+ * child is empty (see SLOT_ROUTE); the caller keeps fb->route[j] = @v. A
+ * route is named in a slot only while it is in the fallbacks, which let go
+ * of it before its leaf is retired.
+ */
+static void fb_slot_set(struct root_fb *fb, unsigned long j, uintptr_t v)
+{
+	uintptr_t *p = &fb->root->child[j], want = v | SLOT_ROUTE;
+
+	if (fb->in_slots && !slot_writer(*p) && *p != want)
+		__atomic_store_n(p, want, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1001,6 +1052,7 @@ static void fb_build(struct TRIE *t)
 	fb->key = rn->key;
 	fb->pos = rn->pos;
 	fb->bits = rn->bits;
+	fb->in_slots = rn->pos + rn->bits == KEYLEN;
 	fb_fill(fb, 0, 1ul << rn->bits, NULL, KEYLEN);
 	rcu_assign_pointer(t->fb, fb);
 }
@@ -1013,6 +1065,10 @@ static void fb_drop(struct TRIE *t)
 	t->fb_stale = true;
 	if (!fb)
 		return;
+	/* Empty again: once the fallbacks are gone, nothing keeps these answers right. */
+	for (unsigned long j = 0; fb->in_slots && j < 1ul << fb->bits; j++)
+		if (fb->root->child[j] & SLOT_ROUTE)
+			__atomic_store_n(&fb->root->child[j], 0, __ATOMIC_RELAXED);
 	rcu_assign_pointer(t->fb, NULL);
 	reclaim_retire(t->rc, fb, fb_size(fb->bits), MEM_FALLBACK);
 }
@@ -1441,11 +1497,13 @@ static inline unsigned long slot_index(uintptr_t s, TKEY key)
  * fallbacks (struct root_fb) hold the answer.
  */
 struct fast_end {
-	const struct leaf *l;   /* the leaf reached, or NULL */
-	const struct tnode *pn; /* the last internal node passed, or NULL */
-	unsigned long cindex;   /* the key's index in pn */
-	unsigned int pos;       /* pn's pos */
-	bool covers;            /* l's first route is the answer (see slot_leaf_plen1()) */
+	const struct leaf *l;      /* the leaf reached, or NULL */
+	const struct tnode *pn;    /* the last internal node passed, or NULL */
+	unsigned long cindex;      /* the key's index in pn */
+	const struct fib_route *r; /* the answer, when the descent ended at a root's SLOT_ROUTE */
+	unsigned int pos;          /* pn's pos */
+	bool routed;               /* it did: r is the answer */
+	bool covers;               /* l's first route is the answer (see slot_leaf_plen1()) */
 };
 
 static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
@@ -1463,6 +1521,11 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 		e.pos = slot_pos(s);
 		s = slot_load(&e.pn->child[e.cindex]);
 	}
+	if (s & SLOT_ROUTE) {
+		e.routed = true;
+		e.r = slot_route(s);
+		return e;
+	}
 	e.l = node_leaf(slot_node(s));
 	e.covers = s && whole && slot_leaf_plen1(s) - 1 + above <= KEYLEN;
 	return e;
@@ -1474,6 +1537,8 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 	const struct root_fb *fb;
 	const struct fib_route *r;
 
+	if (e.routed)
+		return e.r;
 	if (e.covers)
 		return &e.l->r[0];
 	if (e.l) {
@@ -1745,6 +1810,10 @@ static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb
 			__builtin_prefetch(&ln->pn->child[ln->cindex]);
 			return false;
 		}
+		if (s & SLOT_ROUTE) {
+			res[i] = slot_route(s);
+			return true;
+		}
 		if (!s)
 			return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
 		ln->l = node_leaf(slot_node(s));
@@ -1984,6 +2053,8 @@ void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 	fb = rcu_dereference(t->fb);
 	if (fb)
 		st->fallback_bytes = fb_size(fb->bits);
+	for (unsigned long j = 0; fb && fb->in_slots && j < 1ul << fb->bits; j++)
+		st->root_answers += (slot_load(&fb->root->child[j]) & SLOT_ROUTE) != 0;
 }
 
 static int check_leaf(const struct leaf *l, struct errbuf *err)
@@ -2035,6 +2106,13 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		int ret;
 
 		if (!c) {
+			/* Only the root's empty slots may hold routes; check_fb() checks them. */
+			if (tn->child[i] && (parent || !(tn->child[i] & SLOT_ROUTE))) {
+				err_set(err, "tnode %#llx/pos %u: empty child %lu holds %#llx",
+					(unsigned long long)n->key, n->pos, i,
+					(unsigned long long)tn->child[i]);
+				return -EUCLEAN;
+			}
 			if (child_slen(tn)[i]) {
 				err_set(err, "tnode %#llx/pos %u: empty child %lu has slen copy %u",
 					(unsigned long long)n->key, n->pos, i, child_slen(tn)[i]);
@@ -2044,7 +2122,7 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 			continue;
 		}
 		if (get_cindex(c->key, n) != i || c->pos + c->bits > n->pos ||
-		    tn->child[i] != node_slot(c)) {
+		    slot_writer(tn->child[i]) != node_slot(c)) {
 			err_set(err,
 				"tnode %#llx/pos %u: child %lu (key %#llx) misplaced or mistagged",
 				(unsigned long long)n->key, n->pos, i, (unsigned long long)c->key);
@@ -2148,6 +2226,14 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 				(unsigned long long)rn->key, rn->bits);
 			return -EUCLEAN;
 		}
+		for (unsigned long j = 0; rn && !node_is_leaf(rn) && j < child_length(rn); j++) {
+			if (node_tnode(rn)->child[j] & SLOT_ROUTE) {
+				err_set(err,
+					"root %#llx: slot %lu holds a route, with no fallbacks",
+					(unsigned long long)rn->key, j);
+				return -EUCLEAN;
+			}
+		}
 		return 0;
 	}
 	if (t->deferred || &fb->root->n != rn || fb->bits != rn->bits || fb->key != rn->key ||
@@ -2173,10 +2259,23 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 			want[j] = refs.v[k].r;
 	}
 	for (unsigned long j = 0; j < len; j++) {
+		uintptr_t s = fb->root->child[j];
+
 		if (fb->route[j] != (uintptr_t)want[j]) {
 			err_set(err, "root %#llx/pos %u: fallback %lu is %#llx, should be %#llx",
 				(unsigned long long)rn->key, rn->pos, j,
 				(unsigned long long)fb->route[j],
+				(unsigned long long)(uintptr_t)want[j]);
+			ret = -EUCLEAN;
+			break;
+		}
+		/* An empty child's slot holds its fallback, where the root has no skipped bit. */
+		if (fb->in_slots != (rn->pos + rn->bits == KEYLEN) ||
+		    (!slot_writer(s) &&
+		     s != (fb->in_slots ? (uintptr_t)want[j] | SLOT_ROUTE : 0))) {
+			err_set(err,
+				"root %#llx/pos %u: empty slot %lu holds %#llx, fallback %#llx",
+				(unsigned long long)rn->key, rn->pos, j, (unsigned long long)s,
 				(unsigned long long)(uintptr_t)want[j]);
 			ret = -EUCLEAN;
 			break;

@@ -1134,6 +1134,10 @@ static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
 	tkey base = K(tt, v4 ? "10.0.0.0" : "2001:db8::");
 	unsigned int lb = v4 ? 8 : 32, ll = lb + 16, sh = tt->bits - lb - 12;
 	tkey outside = K(tt, v4 ? "11.0.0.1" : "2001:db9::1");
+	/* Two prefixes with the top bit set, so that the root has no skipped bits. */
+	tkey high = K(tt, v4 ? "200.1.0.0" : "fc00:1::"),
+	     high_out = K(tt, v4 ? "240.2.0.0" : "fe00:2::");
+	unsigned int lh = v4 ? 16 : 32;
 	struct trie_stats st;
 
 	for (unsigned int i = 0; i < 4096; i++)
@@ -1165,9 +1169,38 @@ static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
 	/* Replaced: the leaf of all three is new. */
 	assert_int_equal(tt_set(tt, base, lb, 1, 80), 0);
 	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	/* None of the root's empty slots holds its answer: the root has skipped bits. */
+	tt_stats(tt, &st);
+	assert_int_equal(st.root_answers, 0);
 	/* The default route changes the root: the fallbacks are made anew. */
 	assert_int_equal(tt_set(tt, 0, 0, 1, 1), 0);
 	expect_lookup(tt, outside, 0, 1);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	/*
+	 * A prefix in the upper half: the root has no skipped bit any more, and
+	 * answers for its empty children in their slots. One of its children
+	 * comes where such an answer was, and goes again.
+	 */
+	assert_int_equal(tt_set(tt, high, lh, 1, 2), 0);
+	tt_stats(tt, &st);
+	assert_true(st.root_answers > 0);
+	expect_lookup(tt, high, (int)lh, 2);
+	expect_lookup(tt, high_out, 0, 1);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	assert_int_equal(tt_set(tt, high_out, lh, 1, 3), 0);
+	expect_lookup(tt, high_out, (int)lh, 3);
+	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
+	/* Bulk mode empties those slots with the fallbacks (no answer there stays right); its end
+	 * fills them. */
+	tt_set_bulk(tt, true);
+	assert_trie_ok(tt);
+	assert_int_equal(tt_del(tt, high_out, lh), 0);
+	expect_lookup(tt, high_out, 0, 1);
+	tt_set_bulk(tt, false);
+	tt_stats(tt, &st);
+	assert_true(st.root_answers > 0);
+	assert_int_equal(tt_del(tt, high, lh), 0);
+	expect_lookup(tt, high, 0, 1);
 	EXPECT_ALL((int)lb + 4, 12, (int)lb, 80);
 	/* A prefix on the shared key goes; the others stay named. */
 	assert_int_equal(tt_del(tt, base, lb), 0);
@@ -1182,6 +1215,7 @@ static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
 	assert_int_equal(tt_set(tt, base, lb, 1, 8), 0);
 	tt_stats(tt, &st);
 	assert_int_equal(st.fallback_bytes, 0);
+	assert_int_equal(st.root_answers, 0);
 	EXPECT_ALL((int)lb, 8, (int)lb, 8);
 	tt_set_bulk(tt, false);
 	tt_stats(tt, &st);

@@ -68,7 +68,8 @@ struct trie_stats {
 	uint64_t leaf_bytes;
 	uint64_t tnode_bytes;
 	uint64_t fallback_bytes; /* the root's fallback table, 8 bytes a root child */
-	uint64_t root_answers;   /* empty slots of the root that hold their fallback */
+	uint64_t answers;        /* empty slots that hold their answer (root's included) */
+	uint64_t root_answers;   /* those of the root, where they are its fallbacks */
 	uint64_t total_depth;    /* sum of leaf depths (root = depth 1 for a lone leaf) */
 	unsigned int max_depth;
 };

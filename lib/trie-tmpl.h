@@ -94,7 +94,7 @@ struct root_fb {
 	struct tnode *root; /* the root node these entries are for */
 	TKEY key;           /* its key, pos and bits: the keys inside it */
 	uint8_t pos, bits;
-	bool in_slots;     /* the root's empty slots hold the entries too (SLOT_ROUTE) */
+	bool in_slots;     /* the root's empty slots hold the entries, none too (SLOT_ROUTE) */
 	uintptr_t route[]; /* const struct fib_route * in a leaf, loaded as slots are */
 };
 
@@ -191,17 +191,28 @@ static inline struct leaf *node_leaf(const struct node *n)
 _Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
 
 /*
- * An empty slot of the root may hold its answer instead of 0: the root's
- * fallback for that child (struct root_fb), a route's address (or none)
- * with bit 0 set, which no node's address has. A lookup whose descent
- * ends there has its answer in the slot it read: one read where the
- * fallback table took a second (two thirds of uniformly random IPv4
- * addresses end at an empty slot of the root). Such values are in the
- * root only, only while its fallbacks are published, equal to them, and
- * only in a root without skipped bits (pos + bits = KEYLEN), so that every
- * key is inside it; see fb_slot_set(). To every other reader and to the
- * writer's structure such a slot is empty: slot_node() gives NULL, and
- * the writer reads slots through slot_writer().
+ * An empty slot may hold an answer instead of 0: a route's address with
+ * bit 0 set, which no node's address has. In an internal node N, empty
+ * child i holds the longest prefix that covers all of child i's range and
+ * whose leaf is in N's subtree (at the first key of a child j <= i), if
+ * there is one: for a key inside N that comes down to child i, that is the
+ * kernel's answer (a longer prefix covering the key would sit in child i,
+ * and a prefix whose leaf is outside N covers all of N, so it is shorter).
+ * A descent that came down without skipping a bit (each node's index right
+ * below its parent's, the root's at the top) has a key inside every node it
+ * passed, and ends there with the answer in the one slot it read, where
+ * backtracking took three or four more dependent reads. Without such a
+ * prefix the slot stays 0. The root, while its fallbacks are published
+ * and if it has no skipped bits (pos + bits = KEYLEN, so that the prefixes
+ * in it are all there are), holds its fallback entries in its empty slots,
+ * none included (bit 0 alone): the same routes, and the full answer.
+ *
+ * The writer keeps every answer right whenever a reader can see it (set
+ * before a new node is published, set again when a prefix that can be named
+ * changes, before its leaf is retired; see answers_fill()). To every other
+ * reader (backtracking, finds, walks) and to the writer's structure such a
+ * slot is empty: slot_node() gives NULL, and the writer reads slots
+ * through slot_writer().
  */
 #define SLOT_ROUTE ((uintptr_t)1)
 _Static_assert(_Alignof(struct fib_route) > 1, "a route's address leaves bit 0 free");
@@ -218,10 +229,24 @@ static inline uintptr_t slot_writer(uintptr_t s)
 	return s & SLOT_ROUTE ? 0 : s;
 }
 
-/* The route a root slot holds for its empty child (NULL: no prefix covers it). */
+/* The route an answer slot holds (NULL: the root's, where no prefix covers the child). */
 static inline const struct fib_route *slot_route(uintptr_t s)
 {
 	return (const struct fib_route *)(s - SLOT_ROUTE);
+}
+
+/*
+ * Writer: the answer @v (a route in a leaf, or 0) in child @j's slot of
+ * @tn, if that child is empty; @full: @v is the full answer (the root's
+ * fallbacks), so none is stored too.
+ */
+static void answer_set(struct tnode *tn, unsigned long j, uintptr_t v, bool full)
+{
+	uintptr_t *p = &tn->child[j], want = v || full ? v | SLOT_ROUTE : 0;
+
+	/* Only where it changes: a reader may be loading the slot. */
+	if (!slot_writer(*p) && *p != want)
+		__atomic_store_n(p, want, __ATOMIC_RELEASE);
 }
 
 static inline unsigned int slot_pos(uintptr_t s)
@@ -468,7 +493,8 @@ static void move_child(struct tnode *tn, unsigned long i, const struct tnode *fr
 
 static void fb_drop(struct TRIE *t);
 static void fb_build(struct TRIE *t);
-static void fb_slot_set(struct root_fb *fb, unsigned long j, uintptr_t v);
+static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j);
+static void answers_new(struct tnode *tn);
 
 /* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
 static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
@@ -477,9 +503,8 @@ static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct no
 		unsigned long i = get_index(key, &tp->n);
 
 		put_child(tp, i, n);
-		/* An empty child of the root gets its fallback back (see SLOT_ROUTE). */
-		if (!n && t->fb && tp == t->fb->root)
-			fb_slot_set(t->fb, i, t->fb->route[i]);
+		if (!n)
+			answer_refill(t, tp, i);
 	} else {
 		/* The fallbacks go first: the caller may retire the old root next. */
 		fb_drop(t);
@@ -709,15 +734,18 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 			if (node0)
 				move_child(node0, j, in, j);
 		}
-		if (node1)
+		if (node1) {
+			answers_new(node1);
 			put_child(tn, 2 * i + 1, &node1->n);
-		else if (used1)
+		} else if (used1)
 			move_child(tn, 2 * i + 1, in, only1);
-		if (node0)
+		if (node0) {
+			answers_new(node0);
 			put_child(tn, 2 * i, &node0->n);
-		else if (used0)
+		} else if (used0)
 			move_child(tn, 2 * i, in, only0);
 	}
+	answers_new(tn);
 	replace(t, oldtn, tn);
 	/* The full children were split or dissolved: retire them too. */
 	for (unsigned long i = 0; i < child_length(&oldtn->n); i++) {
@@ -763,6 +791,7 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		move_child(in, 0, oldtn, i);
 		put_child(tn, i / 2, &in->n);
 	}
+	answers_new(tn);
 	replace(t, oldtn, tn);
 	node_retire(t, &oldtn->n);
 	resize_full_children(t, tn);
@@ -953,7 +982,10 @@ static const struct fib_route *fb_route(const struct tnode *root, const struct l
 }
 
 /*
- * Writer: sets the entries [lo, hi) of @fb. @outer is the leaf of the
+ * Writer: sets the answers of children [lo, hi) of @tn (see SLOT_ROUTE):
+ * for each, the longest prefix in tn's subtree that covers all of it, in
+ * its slot if it is empty, and in the entries of @fb if @tn is the root
+ * they are for (or NULL). @outer is the leaf of the
  * longest prefix covering all of them that starts before lo, or NULL. The
  * prefixes met nest, so a stack of the open ones (each longer than the one
  * below it: at most one a length) gives each entry the innermost. A leaf
@@ -961,10 +993,10 @@ static const struct fib_route *fb_route(const struct tnode *root, const struct l
  * range, every prefix that changed (none is longer than @shadow), so its
  * range is skipped: what is there stays right (KEYLEN: nothing skipped).
  */
-static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
-		    const struct leaf *outer, unsigned int shadow)
+static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned long hi,
+			 const struct leaf *outer, unsigned int shadow)
 {
-	const struct tnode *root = fb->root;
+	bool full = fb && fb->in_slots;
 	struct fb_open {
 		unsigned long end; /* the first entry past the prefix */
 		const struct fib_route *r;
@@ -972,47 +1004,93 @@ static void fb_fill(struct root_fb *fb, unsigned long lo, unsigned long hi,
 	int sp = 0;
 
 	if (outer)
-		st[sp++] = (struct fb_open){ .end = hi, .r = fb_route(root, outer, lo) };
+		st[sp++] = (struct fb_open){ .end = hi, .r = fb_route(tn, outer, lo) };
 	for (unsigned long j = lo; j < hi; j++) {
-		const struct leaf *l = fb_leaf_at(root, j);
-		uintptr_t v;
+		uintptr_t s = slot_writer(tn->child[j]), v;
+		unsigned int sl = child_slen(tn)[j], plen = KEYLEN - sl;
+		const struct leaf *l;
 
 		while (sp && st[sp - 1].end <= j)
 			sp--;
-		if (l && (unsigned int)fb_plen(root, l) > shadow) {
-			j += fb_span(root, (unsigned int)fb_plen(root, l)) - 1;
-			continue;
-		}
-		/* Its prefixes, shortest first (each length's first route), nest above. */
-		for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
-			unsigned int plen = l->r[i].plen;
-
-			if (plen + root->n.pos > KEYLEN)
-				break;
-			if (i == 0 || l->r[i - 1].plen != plen)
-				st[sp++] = (struct fb_open){ .end = j + fb_span(root, plen),
-							     .r = &l->r[i] };
+		if (s && !slot_bits(s) && slot_leaf_plen1(s) - 1 == plen) {
+			/*
+			 * A leaf of one prefix length (its longest, in its slot, is its
+			 * shortest, in the slen copy): its first route, without a read.
+			 */
+			if (plen + tn->n.pos <= KEYLEN) {
+				if (plen > shadow) {
+					j += fb_span(tn, plen) - 1;
+					continue;
+				}
+				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
+							     .r = &node_leaf(slot_node(s))->r[0] };
+			}
+		} else if (fb || sl > tn->n.pos) {
+			/*
+			 * Otherwise the leaf at the child's first key, if it holds a
+			 * prefix covering a whole child; only the fallbacks name one
+			 * that covers just its own child (the slen copy tells).
+			 */
+			l = fb_leaf_at(tn, j);
+			if (l && (unsigned int)fb_plen(tn, l) > shadow) {
+				j += fb_span(tn, (unsigned int)fb_plen(tn, l)) - 1;
+				continue;
+			}
+			/* Its prefixes, shortest first (each length's first route), nest above. */
+			for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
+				plen = l->r[i].plen;
+				if (plen + tn->n.pos > KEYLEN)
+					break;
+				if (i == 0 || l->r[i - 1].plen != plen)
+					st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
+								     .r = &l->r[i] };
+			}
 		}
 		v = sp ? (uintptr_t)st[sp - 1].r : 0;
 		/* Stores only where it changes: a reader may be loading the entry. */
-		if (fb->route[j] != v)
+		if (fb && fb->route[j] != v)
 			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
-		fb_slot_set(fb, j, v);
+		answer_set(tn, j, v, full);
 	}
 }
 
 /*
- * Writer: puts the fallback @v of child @j in the root's slot j if that
- * child is empty (see SLOT_ROUTE); the caller keeps fb->route[j] = @v. A
- * route is named in a slot only while it is in the fallbacks, which let go
- * of it before its leaf is retired.
+ * Writer: the leaf of the longest prefix in @tn's subtree that covers all
+ * of child @lo and sits at the first key of a child before lo, or NULL.
+ * Such a child's index is lo with some of its low set bits cleared; the
+ * nearest one with a prefix that reaches lo holds the longest.
  */
-static void fb_slot_set(struct root_fb *fb, unsigned long j, uintptr_t v)
+static const struct leaf *node_outer(const struct tnode *tn, unsigned long lo)
 {
-	uintptr_t *p = &fb->root->child[j], want = v | SLOT_ROUTE;
+	for (unsigned long j = lo & (lo - 1);; j &= j - 1) {
+		const struct leaf *l =
+			j < lo && child_slen(tn)[j] > tn->n.pos ? fb_leaf_at(tn, j) : NULL;
 
-	if (fb->in_slots && !slot_writer(*p) && *p != want)
-		__atomic_store_n(p, want, __ATOMIC_RELEASE);
+		for (unsigned int i = 0; l && i < l->n.nr; i++)
+			if (l->r[i].plen + tn->n.pos <= KEYLEN &&
+			    lo - j < fb_span(tn, l->r[i].plen))
+				return l;
+		if (!j)
+			return NULL;
+	}
+}
+
+/* Writer: the answers of all the empty children of @tn, a node not yet published. */
+static void answers_new(struct tnode *tn)
+{
+	if (tn->empty_children)
+		answers_fill(tn, NULL, 0, child_length(&tn->n), NULL, KEYLEN);
+}
+
+/* Writer: child @j of @tn has just become empty: its answer. */
+static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j)
+{
+	struct root_fb *fb = t->fb;
+
+	if (fb && tn == fb->root)
+		answer_set(tn, j, fb->route[j], fb->in_slots);
+	else
+		answers_fill(tn, NULL, j, j + 1, node_outer(tn, j), KEYLEN);
 }
 
 /*
@@ -1053,7 +1131,7 @@ static void fb_build(struct TRIE *t)
 	fb->pos = rn->pos;
 	fb->bits = rn->bits;
 	fb->in_slots = rn->pos + rn->bits == KEYLEN;
-	fb_fill(fb, 0, 1ul << rn->bits, NULL, KEYLEN);
+	answers_fill(fb->root, fb, 0, 1ul << rn->bits, NULL, KEYLEN);
 	rcu_assign_pointer(t->fb, fb);
 }
 
@@ -1065,9 +1143,9 @@ static void fb_drop(struct TRIE *t)
 	t->fb_stale = true;
 	if (!fb)
 		return;
-	/* Empty again: once the fallbacks are gone, nothing keeps these answers right. */
+	/* Without them a root's "none" is not an answer (see SLOT_ROUTE); its routes stay right. */
 	for (unsigned long j = 0; fb->in_slots && j < 1ul << fb->bits; j++)
-		if (fb->root->child[j] & SLOT_ROUTE)
+		if (fb->root->child[j] == SLOT_ROUTE)
 			__atomic_store_n(&fb->root->child[j], 0, __ATOMIC_RELAXED);
 	rcu_assign_pointer(t->fb, NULL);
 	reclaim_retire(t->rc, fb, fb_size(fb->bits), MEM_FALLBACK);
@@ -1098,8 +1176,38 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
 					: fb_longest(fb->root, l));
 	key = (old ? old : l)->n.key;
 	lo = get_index(key, &fb->root->n);
-	fb_fill(fb, lo, lo + fb_span(fb->root, (unsigned int)p), fb_outer(t, key, (unsigned int)p),
-		shadow);
+	answers_fill(fb->root, fb, lo, lo + fb_span(fb->root, (unsigned int)p),
+		     fb_outer(t, key, (unsigned int)p), shadow);
+}
+
+/*
+ * Writer, as fb_leaf_changed(), for leaf @old replaced by @l (either may
+ * be NULL) under @tp (NULL: at the root): the root's fallbacks, then the
+ * answers of tp and its ancestors that can name a prefix of either. Each
+ * node up has a higher pos, so once neither leaf holds a prefix covering a
+ * whole child of a node, none above can name one.
+ */
+static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct leaf *old,
+				 const struct leaf *l)
+{
+	TKEY key = (old ? old : l)->n.key;
+
+	fb_leaf_changed(t, old, l);
+	for (struct tnode *a = tp; a && !(t->fb && a == t->fb->root); a = a->parent) {
+		int po = fb_plen(a, old), pl = fb_plen(a, l);
+		int p = po < 0 ? pl : pl < 0 ? po : po < pl ? po : pl;
+		int so = fb_longest(a, old), sl = fb_longest(a, l);
+		unsigned long lo;
+
+		if (p < 0)
+			return;
+		/* A prefix of just its own child changes no answer: the child is there. */
+		if (fb_span(a, (unsigned int)p) == 1)
+			continue;
+		lo = get_index(key, &a->n);
+		answers_fill(a, NULL, lo, lo + fb_span(a, (unsigned int)p), node_outer(a, lo),
+			     (unsigned int)(so > sl ? so : sl));
+	}
 }
 
 /* ------------------------------------------------------------- updates */
@@ -1173,6 +1281,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		tn->parent = tp;
 		put_child(tn, get_index(n->key, &tn->n), n);
 		put_child(tn, get_index(key, &tn->n), &l->n);
+		answers_new(tn);
 		node_set_parent(n, tn);
 		node_push_suffix(tp, tn->n.slen);
 		put_child_root(t, tp, key, &tn->n);
@@ -1181,7 +1290,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		node_push_suffix(tp, l->n.slen);
 		put_child_root(t, tp, key, &l->n);
 	}
-	fb_leaf_changed(t, NULL, l);
+	answers_leaf_changed(t, tp, NULL, l);
 	STAT_ADD(t->nr_leaves, 1);
 	if (t->deferred && walk <= BULK_WALK_MAX) {
 		t->finger = tp;
@@ -1199,7 +1308,7 @@ static void leaf_replace(struct TRIE *t, struct tnode *tp, struct leaf *old, str
 
 	node_push_suffix(tp, l->n.slen);
 	put_child_root(t, tp, l->n.key, &l->n);
-	fb_leaf_changed(t, old, l);
+	answers_leaf_changed(t, tp, old, l);
 	node_retire(t, &old->n);
 	if (l->n.slen < old_slen)
 		node_pull_suffix(tp, old_slen);
@@ -1210,7 +1319,7 @@ static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
 	unsigned int old_slen = l->n.slen;
 
 	put_child_root(t, tp, l->n.key, NULL);
-	fb_leaf_changed(t, l, NULL);
+	answers_leaf_changed(t, tp, l, NULL);
 	node_retire(t, &l->n);
 	STAT_ADD(t->nr_leaves, -1);
 	node_pull_suffix(tp, old_slen);
@@ -1500,9 +1609,9 @@ struct fast_end {
 	const struct leaf *l;      /* the leaf reached, or NULL */
 	const struct tnode *pn;    /* the last internal node passed, or NULL */
 	unsigned long cindex;      /* the key's index in pn */
-	const struct fib_route *r; /* the answer, when the descent ended at a root's SLOT_ROUTE */
+	const struct fib_route *r; /* the answer of the slot reached (SLOT_ROUTE) */
 	unsigned int pos;          /* pn's pos */
-	bool routed;               /* it did: r is the answer */
+	bool routed;               /* it held one: r is the answer */
 	bool covers;               /* l's first route is the answer (see slot_leaf_plen1()) */
 };
 
@@ -1522,9 +1631,13 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 		s = slot_load(&e.pn->child[e.cindex]);
 	}
 	if (s & SLOT_ROUTE) {
-		e.routed = true;
-		e.r = slot_route(s);
-		return e;
+		/* An answer, if the key is inside the node (see SLOT_ROUTE); else an empty slot. */
+		if (whole) {
+			e.routed = true;
+			e.r = slot_route(s);
+			return e;
+		}
+		s = 0;
 	}
 	e.l = node_leaf(slot_node(s));
 	e.covers = s && whole && slot_leaf_plen1(s) - 1 + above <= KEYLEN;
@@ -1811,8 +1924,11 @@ static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb
 			return false;
 		}
 		if (s & SLOT_ROUTE) {
-			res[i] = slot_route(s);
-			return true;
+			if (ln->whole) {
+				res[i] = slot_route(s);
+				return true;
+			}
+			s = 0;
 		}
 		if (!s)
 			return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
@@ -2035,10 +2151,12 @@ static void stats_walk(const struct node *n, unsigned int depth, struct trie_sta
 	for (unsigned long i = 0; i < child_length(n); i++) {
 		const struct node *c = child_rcu(node_tnode(n), i);
 
-		if (c)
+		if (c) {
 			stats_walk(c, depth + 1, st);
-		else
+		} else {
 			st->null_pointers++;
+			st->answers += slot_load(&node_tnode(n)->child[i]) != 0;
+		}
 	}
 }
 
@@ -2080,8 +2198,33 @@ bad:
 	return -EUCLEAN;
 }
 
-static int check_node(const struct node *n, const struct tnode *parent, bool deferred,
-		      uint64_t *leaves, uint64_t *routes, uint64_t *tnodes, struct errbuf *err)
+/*
+ * check_node()'s reference for the answer of empty child @i of @tn (see
+ * SLOT_ROUTE), found another way: exact-key finds of the child's first key
+ * masked to each length, longest first, while that key stays inside tn.
+ */
+static const struct fib_route *check_answer(const struct TRIE *t, const struct tnode *tn,
+					    unsigned long i)
+{
+	TKEY first = tn->n.key | (TKEY)i << tn->n.pos;
+
+	for (unsigned int q = KEYLEN - tn->n.pos + 1; q-- > 0;) {
+		TKEY key = key_mask_low(first, KEYLEN - q);
+		const struct leaf *l;
+
+		if (key_shr(key ^ tn->n.key, tn->n.pos + tn->n.bits))
+			return NULL;
+		l = leaf_exact(t, key);
+		for (unsigned int r = 0; l && r < l->n.nr; r++)
+			if (l->r[r].plen == q)
+				return &l->r[r];
+	}
+	return NULL;
+}
+
+static int check_node(const struct TRIE *t, const struct node *n, const struct tnode *parent,
+		      bool deferred, uint64_t *leaves, uint64_t *routes, uint64_t *tnodes,
+		      struct errbuf *err)
 {
 	const struct tnode *tn;
 	unsigned long empty = 0, full = 0, used;
@@ -2106,11 +2249,19 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		int ret;
 
 		if (!c) {
-			/* Only the root's empty slots may hold routes; check_fb() checks them. */
-			if (tn->child[i] && (parent || !(tn->child[i] & SLOT_ROUTE))) {
-				err_set(err, "tnode %#llx/pos %u: empty child %lu holds %#llx",
+			/* Its answer, if any (the root's fallbacks in it: check_fb() checks them).
+			 */
+			uintptr_t want = (uintptr_t)check_answer(t, tn, i);
+
+			want = want ? want | SLOT_ROUTE : 0;
+			if (!(t->fb && t->fb->root == tn && t->fb->in_slots) &&
+			    tn->child[i] != want) {
+				err_set(err,
+					"tnode %#llx/pos %u: empty child %lu holds %#llx, its "
+					"answer "
+					"is %#llx",
 					(unsigned long long)n->key, n->pos, i,
-					(unsigned long long)tn->child[i]);
+					(unsigned long long)tn->child[i], (unsigned long long)want);
 				return -EUCLEAN;
 			}
 			if (child_slen(tn)[i]) {
@@ -2136,7 +2287,7 @@ static int check_node(const struct node *n, const struct tnode *parent, bool def
 		full += tnode_full(tn, c);
 		if (c->slen > slen)
 			slen = c->slen;
-		ret = check_node(c, tn, deferred, leaves, routes, tnodes, err);
+		ret = check_node(t, c, tn, deferred, leaves, routes, tnodes, err);
 		if (ret)
 			return ret;
 	}
@@ -2226,14 +2377,6 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 				(unsigned long long)rn->key, rn->bits);
 			return -EUCLEAN;
 		}
-		for (unsigned long j = 0; rn && !node_is_leaf(rn) && j < child_length(rn); j++) {
-			if (node_tnode(rn)->child[j] & SLOT_ROUTE) {
-				err_set(err,
-					"root %#llx: slot %lu holds a route, with no fallbacks",
-					(unsigned long long)rn->key, j);
-				return -EUCLEAN;
-			}
-		}
 		return 0;
 	}
 	if (t->deferred || &fb->root->n != rn || fb->bits != rn->bits || fb->key != rn->key ||
@@ -2269,10 +2412,9 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 			ret = -EUCLEAN;
 			break;
 		}
-		/* An empty child's slot holds its fallback, where the root has no skipped bit. */
+		/* Where the root has no skipped bit, an empty child's slot holds its fallback. */
 		if (fb->in_slots != (rn->pos + rn->bits == KEYLEN) ||
-		    (!slot_writer(s) &&
-		     s != (fb->in_slots ? (uintptr_t)want[j] | SLOT_ROUTE : 0))) {
+		    (fb->in_slots && !slot_writer(s) && s != ((uintptr_t)want[j] | SLOT_ROUTE))) {
 			err_set(err,
 				"root %#llx/pos %u: empty slot %lu holds %#llx, fallback %#llx",
 				(unsigned long long)rn->key, rn->pos, j, (unsigned long long)s,
@@ -2298,8 +2440,8 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 		return -EUCLEAN;
 	}
 	if (t->root)
-		ret = check_node(slot_node(t->root), NULL, t->deferred, &leaves, &routes, &tnodes,
-				 err);
+		ret = check_node(t, slot_node(t->root), NULL, t->deferred, &leaves, &routes,
+				 &tnodes, err);
 	if (ret)
 		return ret;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {

@@ -1226,6 +1226,88 @@ static void test_trie_root_fallbacks_follow_short_prefixes(void **state)
 }
 
 /*
+ * An empty child holds its answer (lib/trie-tmpl.h, SLOT_ROUTE): the
+ * longest prefix in its node's subtree that covers it. Every change that
+ * can move one -- a covering prefix added, replaced or removed, a child
+ * going or coming, nodes made by a split or a resize, bulk mode -- must
+ * set it again before a reader can see it wrong; the check compares each
+ * one with exact-key finds after every step.
+ */
+static void test_trie_empty_children_hold_their_answers(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	tkey base = K(tt, v4 ? "10.0.0.0" : "2001:db8::");
+	unsigned int ll = v4 ? 24 : 56, lb = ll - 2, sh = tt->bits - ll;
+	struct trie_stats st;
+#define AT(i) (base | (tkey)(i) << sh | 5)
+
+	/*
+	 * Sixteen /24s (/56s) but the third, and a /22 (/54) over the first
+	 * four; a prefix elsewhere, so that their node is not the root (which
+	 * inflates sooner) and indexes them by their own bits: /24s alone in
+	 * their children.
+	 */
+	assert_int_equal(tt_set(tt, K(tt, v4 ? "192.168.0.0" : "2001:db9::"), v4 ? 16 : 32, 1, 16),
+			 0);
+	for (unsigned int i = 0; i < 16; i++)
+		if (i != 2)
+			assert_int_equal(tt_set(tt, base | (tkey)i << sh, ll, 1, 24), 0);
+	assert_int_equal(tt_set(tt, base, lb, 1, 22), 0);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_true(st.answers > 0);
+	expect_lookup(tt, AT(2), (int)lb, 22);
+	/* Children go: their slots get the /22, or nothing past it. */
+	assert_int_equal(tt_del(tt, base | (tkey)3 << sh, ll), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(3), (int)lb, 22);
+	assert_int_equal(tt_del(tt, base | (tkey)9 << sh, ll), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(9), -1, 0);
+	/* The /22 replaced, a /23 under it, the /22 gone: the answers follow. */
+	assert_int_equal(tt_set(tt, base, lb, 1, 44), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(2), (int)lb, 44);
+	assert_int_equal(tt_set(tt, base | (tkey)2 << sh, ll - 1, 1, 23), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(3), (int)ll - 1, 23);
+	assert_int_equal(tt_del(tt, base, lb), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(1), (int)ll, 24);
+	expect_lookup(tt, AT(3), (int)ll - 1, 23);
+	/* A child comes where an answer was; the /23's key gets its /24 too. */
+	assert_int_equal(tt_set(tt, base | (tkey)3 << sh, ll, 1, 3), 0);
+	assert_int_equal(tt_set(tt, base | (tkey)2 << sh, ll, 1, 2), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(3), (int)ll, 3);
+	expect_lookup(tt, AT(2), (int)ll, 2);
+	/* Most of them go (the node halves), then come back (it inflates). */
+	for (unsigned int i = 4; i < 16; i++)
+		if (i != 9)
+			assert_int_equal(tt_del(tt, base | (tkey)i << sh, ll), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(5), -1, 0);
+	for (unsigned int i = 4; i < 16; i++)
+		assert_int_equal(tt_set(tt, base | (tkey)i << sh, ll, 1, 24), 0);
+	assert_int_equal(tt_set(tt, base | (tkey)8 << sh, ll - 3, 1, 21), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(9), (int)ll, 24);
+	/* Bulk mode keeps them right; its end's resize makes them anew. */
+	tt_set_bulk(tt, true);
+	assert_int_equal(tt_del(tt, base | (tkey)10 << sh, ll), 0);
+	assert_int_equal(tt_set(tt, base | (tkey)12 << sh, ll - 2, 1, 22), 0);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(10), (int)ll - 3, 21);
+	tt_set_bulk(tt, false);
+	assert_trie_ok(tt);
+	expect_lookup(tt, AT(10), (int)ll - 3, 21);
+	expect_lookup(tt, AT(13), (int)ll, 24);
+#undef AT
+}
+
+/*
  * Lookups descend on the index bits alone and compare skipped bits only at
  * the leaf they reach (lib/trie-tmpl.h, lookup_fast()): keys that
  * differ from a node's skipped bits must still get the kernel's answer,
@@ -1848,6 +1930,7 @@ int main(void)
 		T(test_trie_backtracks_to_shorter_prefix),
 		T(test_trie_lookup_across_skipped_bits),
 		T(test_trie_root_fallbacks_follow_short_prefixes),
+		T(test_trie_empty_children_hold_their_answers),
 		T(test_trie_unsorted_bulk_load_stays_shallow),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
@@ -1865,6 +1948,7 @@ int main(void)
 		T6(test_trie_backtracks_to_shorter_prefix),
 		T6(test_trie_lookup_across_skipped_bits),
 		T6(test_trie_root_fallbacks_follow_short_prefixes),
+		T6(test_trie_empty_children_hold_their_answers),
 		T6(test_trie_unsorted_bulk_load_stays_shallow),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),

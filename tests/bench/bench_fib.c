@@ -768,7 +768,8 @@ static void print_trie_stats(const struct trie_stats *s4, const struct trie_stat
 	ROW("leaf bytes", leaf_bytes);
 	ROW("internal node bytes", tnode_bytes);
 	ROW("root fallback bytes", fallback_bytes);
-	ROW("root slots with answers", root_answers);
+	ROW("empty slots with answers", answers);
+	ROW("  of them the root's", root_answers);
 #undef ROW
 }
 

@@ -1183,9 +1183,10 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
 /*
  * Writer, as fb_leaf_changed(), for leaf @old replaced by @l (either may
  * be NULL) under @tp (NULL: at the root): the root's fallbacks, then the
- * answers of tp and its ancestors that can name a prefix of either. Each
- * node up has a higher pos, so once neither leaf holds a prefix covering a
- * whole child of a node, none above can name one.
+ * answers of tp and its ancestors that can name a prefix of either. A
+ * node's parent has a pos of at least the node's pos + bits, so once
+ * neither leaf holds a prefix that covers that much, none above can name
+ * one (most leaves stop at tp, and tp's parent is not read).
  */
 static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct leaf *old,
 				 const struct leaf *l)
@@ -1202,11 +1203,14 @@ static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct 
 		if (p < 0)
 			return;
 		/* A prefix of just its own child changes no answer: the child is there. */
-		if (fb_span(a, (unsigned int)p) == 1)
-			continue;
-		lo = get_index(key, &a->n);
-		answers_fill(a, NULL, lo, lo + fb_span(a, (unsigned int)p), node_outer(a, lo),
-			     (unsigned int)(so > sl ? so : sl));
+		if (fb_span(a, (unsigned int)p) > 1) {
+			lo = get_index(key, &a->n);
+			answers_fill(a, NULL, lo, lo + fb_span(a, (unsigned int)p),
+				     node_outer(a, lo), (unsigned int)(so > sl ? so : sl));
+		}
+		/* The parent's pos is at least a's pos + bits: stop without reading it. */
+		if ((unsigned int)p + a->n.pos + a->n.bits > KEYLEN)
+			return;
 	}
 }
 

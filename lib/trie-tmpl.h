@@ -737,13 +737,15 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 		if (node1) {
 			answers_new(node1);
 			put_child(tn, 2 * i + 1, &node1->n);
-		} else if (used1)
+		} else if (used1) {
 			move_child(tn, 2 * i + 1, in, only1);
+		}
 		if (node0) {
 			answers_new(node0);
 			put_child(tn, 2 * i, &node0->n);
-		} else if (used0)
+		} else if (used0) {
 			move_child(tn, 2 * i, in, only0);
+		}
 	}
 	answers_new(tn);
 	replace(t, oldtn, tn);

@@ -97,7 +97,7 @@ struct feed {
 	uint32_t gen;
 	uint32_t *tables;
 	unsigned int n_tables;
-	bool syncing;                  /* between a sync's begin and its end */
+	bool syncing; /* between a sync's begin and its end; uatomic: the state reads it */
 	struct feed_wait_obj *waiting; /* objects routes or groups wait for, newest first */
 	unsigned int n_waiting;
 	struct feed_set wait_keys; /* keys of waiting routes; gen: the latest one's seq */
@@ -1469,7 +1469,7 @@ static void feed_sync_leave(struct feed *f)
 {
 	if (f->syncing)
 		fib_bulk_end(f->d->fib);
-	f->syncing = false;
+	uatomic_set(&f->syncing, false);
 }
 
 static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
@@ -1492,7 +1492,7 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 		/* A dump or replay is a large load: the tries resize once, at its end. */
 		if (!f->syncing)
 			fib_bulk_begin(f->d->fib);
-		f->syncing = true;
+		uatomic_set(&f->syncing, true);
 		f->gen++;
 		if (!f->gen) /* 0 means an empty slot */
 			f->gen = 1;
@@ -1697,6 +1697,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->refused = FEED_LOAD(refused);
 	st->wait_objects = FEED_LOAD(wait_objects);
 	st->wait_routes = FEED_LOAD(wait_routes);
+	st->syncing = FEED_LOAD(syncing);
 #undef FEED_LOAD
 	pthread_mutex_lock(&mf->lock);
 	memcpy(st->last_error, f->last_error, sizeof(st->last_error));

@@ -36,6 +36,7 @@ struct feed_stats {
 	uint64_t flushed;       /* routes and objects removed by turning the feed off */
 	uint64_t connects;      /* FPM: connections accepted */
 	uint64_t refused;       /* FPM: second peers refused */
+	bool syncing;           /* a dump or replay runs (the FIB is in bulk mode) */
 	char last_error[256];
 };
 

@@ -300,6 +300,7 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	ret |= state_u64(n, "decode-errors", fs->decode_errors);
 	ret |= state_u64(n, "apply-errors", fs->apply_errors);
 	ret |= state_u64(n, "dumps", fs->dumps);
+	ret |= state_term(n, "syncing", "%s", fs->syncing ? "true" : "false");
 	ret |= state_u64(n, "swept", fs->swept);
 	ret |= state_u64(n, "flushed", fs->flushed);
 	if (!fi) {

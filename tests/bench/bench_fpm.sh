@@ -9,7 +9,10 @@
 #    figure is lcfibd's and not Python's. Streams: one route a frame as
 #    zebra frames them, with and without nexthop objects; 64 routes a frame;
 #    and the table again as updates (DEL+NEW in one frame, moving every route
-#    onto a nexthop object), timed until the last route moved.
+#    onto a nexthop object), timed until the last route moved: on a new
+#    connection (a replay: the FIB in bulk mode, after the last replay's
+#    end), and outside a sync (the same connection, once its replay settled,
+#    as zebra sends updates).
 # 2. FRR zebra (when frr is installed and we are root): the table as kernel
 #    routes (proto static, blackhole) in a network namespace, which zebra
 #    learns at start and sends over FPM. Zebra alone (no FPM module), until
@@ -40,10 +43,11 @@ v4=901899
 v6=160147
 
 # start_fpm_lcfibd [WRAP...]: a fresh lcfibd with the FPM feed on $port.
+settle=5000
 start_fpm_lcfibd()
 {
-	start_lcfibd "$(printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"port":%s,"replay-settle":5000}}}}' \
-		"$port")" "$@"
+	start_lcfibd "$(printf '{"lcfib:lcfib":{"feeds":{"fpm":{"enabled":true,"port":%s,"replay-settle":%s}}}}' \
+		"$port" "$settle")" "$@"
 }
 peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$(cat "$tmp/lcfibd.pid")/status"; }
 # cpu_s NAME: user+system seconds of the process in $tmp/NAME.pid, every thread.
@@ -98,7 +102,24 @@ for _ in $(seq "$runs"); do
 	stop_pid lcfibd
 done
 read -r t rss cpu < <(printf '%s\n' "${results[@]}" | sort -n | head -1)
-row "sender: updates, DEL+NEW a frame (2 messages)" "$t" "$n" "$rss" "$cpu"
+row "sender: updates, DEL+NEW a frame, new connection" "$t" "$n" "$rss" "$cpu"
+
+# The same updates on the replay's connection once it settled (300 ms
+# without a message): outside a sync, the FIB out of bulk mode.
+results=()
+settle=300
+for _ in $(seq "$runs"); do
+	start_fpm_lcfibd
+	out=$("${send[@]}" --port "$port" --wait-routes "$tmp/sock" "$n" replay "$tmp/plain.fpm" \
+		--then "$tmp/update.fpm" --until /lcfib:lcfib/state/routes/nexthops 0 | tail -1)
+	t=$(echo "$out" | sed -E 's/.* ([0-9.]+) s after its first byte.*/\1/')
+	[ "$(held)" = "$n" ] || { echo "lcfibd holds $(held) routes after the updates" >&2; exit 1; }
+	results+=("$t $(peak_rss_mib) -") # its CPU time is the load's too
+	stop_pid lcfibd
+done
+settle=5000
+read -r t rss cpu < <(printf '%s\n' "${results[@]}" | sort -n | head -1)
+row "sender: updates, DEL+NEW a frame, outside a sync" "$t" "$n" "$rss" "$cpu"
 fi
 
 # ------------------------------------------------------------------ zebra

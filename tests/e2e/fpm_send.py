@@ -22,6 +22,12 @@ that a benchmark measures lcfibd rather than this script);
 --wait-routes SOCKET N (after sending, poll lcfibd's control socket until it
 holds N routes, then print the time from the first frame).
 
+replay --then FILE2 --until XPATH VALUE (with --wait-routes): once lcfibd holds
+the N routes and its replay has settled (the FPM feed's state says it is not
+syncing), send FILE2 on the same connection, poll XPATH until it is VALUE, and
+print the time from FILE2's first byte: updates outside a sync, as zebra sends
+them after its replay.
+
 Script lines (# comments, blank lines skipped); a line is one frame, and
 "  ;  " joins messages into one frame, as zebra does with a route update's
 RTM_DELROUTE and RTM_NEWROUTE:
@@ -469,6 +475,27 @@ def wait_routes(snd, sock, want, timeout=600):
           % (want, t, want / t))
 
 
+def then_replay(snd, a):
+    """replay --then: FILE2 after the replay settled, timed until XPATH is VALUE."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ctl  # pylint: disable=import-outside-toplevel
+
+    c = ctl.Conn(a.wait_routes[0])
+    syncing = "/lcfib:lcfib/state/feeds/feed[name='fpm']/syncing"
+    end = time.monotonic() + 600
+    while ctl.leaf(c.get(syncing), syncing) is not False:
+        if time.monotonic() > end:
+            sys.exit("lcfibd's FPM replay did not settle in 600 s")
+        time.sleep(0.02)
+    snd.replay(a.then)
+    while str(ctl.leaf(c.get(a.until[0]), a.until[0])).lower() != a.until[1]:
+        if time.monotonic() > end:
+            sys.exit("%s is not %s after 600 s" % (a.until[0], a.until[1]))
+        time.sleep(0.02)
+    t = time.monotonic() - snd.t0
+    print("then: %s is %s %.3f s after its first byte" % (a.until[0], a.until[1], t))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -497,7 +524,11 @@ def main():
     sub.add_parser("probe")
     rp = sub.add_parser("replay")
     rp.add_argument("file")
+    rp.add_argument("--then", metavar="FILE2")
+    rp.add_argument("--until", nargs=2, metavar=("XPATH", "VALUE"))
     a = ap.parse_args()
+    if a.mode == "replay" and a.then and not (a.until and a.wait_routes):
+        ap.error("replay --then needs --until and --wait-routes")
 
     if a.save:
         snd = FileSender(a.save)
@@ -533,6 +564,8 @@ def main():
     sys.stdout.flush()
     if a.wait_routes:
         wait_routes(snd, a.wait_routes[0], int(a.wait_routes[1]))
+        if a.mode == "replay" and a.then:
+            then_replay(snd, a)
     if a.expect_close or a.mode == "probe":
         closed = open_after and snd.closed_by_peer(a.expect_close or 2)
         print("closed by lcfibd" if closed else "still open")

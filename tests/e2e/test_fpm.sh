@@ -519,8 +519,10 @@ EOF
 	# Part of the table replayed, the replay not settled: nothing goes yet.
 	expect_eq "$(show "$s" | wc -l)" 7 "routes before the replay settled"
 	expect_eq "$(log_count "$A" "replay settled")" 1 "replays settled"
+	fpm_counter "$s" syncing true
 	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":100}}}}'
 	wait_until "the replay settles" log_count_ge "$A" 2 "replay settled"
+	wait_until "the feed's state says the replay is over" fpm_counter_is "$s" syncing false
 	wait_routes "$s" "10.0.0.0/24 unicast metric 0 nhid 1 via 192.0.2.1 dev if$DEV
 10.3.0.0/24 unicast metric 10 via 192.0.2.1 dev if$DEV
 2001:db8:1::/48 unicast metric 0 via 2001:db8::1 dev if$DEV" "after the sweep"
@@ -558,6 +560,7 @@ EOF
 	expect_status 0 ctl "$s" edit merge '{"lcfib:lcfib":{"feeds":{"fpm":{"replay-settle":100}}}}'
 	expect_eq "$(log_count "$A" "replay settled")" 1 "replays settled"
 	wait_until "lcfibd applied the second session's message" fpm_counter_is "$s" messages 3
+	wait_until "the feed's state says the cut replay is over" fpm_counter_is "$s" syncing false
 	expect_routes "$s" "10.0.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV
 10.1.0.0/24 unicast metric 0 via 192.0.2.1 dev if$DEV" "after a replay cut short"
 	fpm_counter "$s" swept 0

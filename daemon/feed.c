@@ -45,6 +45,21 @@
 #define FEED_SET_LOAD_NUM 3
 #define FEED_SET_LOAD_DEN 4
 
+/*
+ * Message jobs of FEED_SPARE_MIN bytes up to FEED_SPARE_SIZE (an FPM
+ * peer's batches, a MiB each while it sends fast) take their buffer from
+ * the few the feed keeps: a MiB from malloc each was new pages to fault
+ * in, a tenth of an FPM replay's time. A feed whose queued messages reach
+ * FEED_BACKLOG_MAX is backlogged (feed_backlogged()): the FPM feed stops
+ * reading until they are down to half, so a peer that sends faster than
+ * the writer applies waits in TCP, not in our memory, and the spares
+ * cover what is queued. Only the loop thread counts and takes them.
+ */
+#define FEED_SPARE_MIN   (64u << 10)
+#define FEED_SPARE_SIZE  (1u << 20)
+#define FEED_SPARES      4
+#define FEED_BACKLOG_MAX ((size_t)FEED_SPARES * FEED_SPARE_SIZE)
+
 struct feed_pending;
 
 /* A route key the feed owns; gen 0 marks an empty slot. */
@@ -92,6 +107,7 @@ struct feed_job {
 	struct writer_job job; /* first */
 	struct feed *f;
 	enum feed_job_kind kind;
+	bool spare; /* FEED_SPARE_SIZE bytes of data, to keep for the next */
 	size_t len;
 	uint8_t data[]; /* messages, or FEED_JOB_TABLES' table ids */
 };
@@ -109,6 +125,13 @@ struct feed {
 	uint32_t *tables;
 	unsigned int n_tables;
 	bool syncing; /* between a sync's begin and its end; uatomic: the state reads it */
+	/* The loop thread's: spare job buffers, bytes queued, who waits for them to drain. */
+	struct feed_job *spares[FEED_SPARES];
+	unsigned int n_spares;
+	size_t queued;
+	void (*drained)(void *ctx);
+	void *drained_ctx;
+	bool drain_wait;
 	struct feed_wait_obj *waiting; /* objects routes or groups wait for, newest first */
 	unsigned int n_waiting;
 	struct feed_set wait_keys; /* keys of waiting routes; gen: the latest one's seq */
@@ -118,7 +141,7 @@ struct feed {
 	/* counters: uatomic, written by the writer (and loop for its own), read by anyone */
 	uint64_t messages, routes, nexthops, route_updates, coalesced, skipped, decode_errors,
 		apply_errors;
-	uint64_t dumps, resyncs, enobufs, swept, flushed, connects, refused;
+	uint64_t dumps, resyncs, enobufs, swept, flushed, connects, refused, backlog_waits;
 	uint64_t wait_objects, wait_routes;
 	pthread_mutex_t lock; /* last_error */
 	char last_error[256];
@@ -1537,13 +1560,26 @@ static void feed_job_run(struct lcfibd *d, struct writer_job *wj)
 
 static void feed_job_done(struct lcfibd *d, struct writer_job *wj)
 {
+	struct feed_job *j = (struct feed_job *)wj;
+	struct feed *f = j->f;
+
 	(void)d;
-	free(wj);
+	if (j->kind == FEED_JOB_MSGS)
+		f->queued -= j->len;
+	if (j->spare && f->n_spares < FEED_SPARES)
+		f->spares[f->n_spares++] = j;
+	else
+		free(j);
+	if (f->drain_wait && f->queued <= FEED_BACKLOG_MAX / 2) {
+		f->drain_wait = false;
+		f->drained(f->drained_ctx);
+	}
 }
 
 static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data, size_t len)
 {
 	struct feed_job *j;
+	bool spare;
 
 	/*
 	 * The writer has stopped: lcfibd is exiting, and a feed closing its
@@ -1551,7 +1587,11 @@ static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data,
 	 */
 	if (!f->d->writer)
 		return 0;
-	j = malloc(sizeof(*j) + len);
+	spare = kind == FEED_JOB_MSGS && len >= FEED_SPARE_MIN && len <= FEED_SPARE_SIZE;
+	if (spare && f->n_spares)
+		j = f->spares[--f->n_spares];
+	else
+		j = malloc(sizeof(*j) + (spare ? FEED_SPARE_SIZE : len));
 	if (!j) {
 		feed_error(f, &f->apply_errors, "out of memory queueing %zu bytes", len);
 		return -ENOMEM;
@@ -1561,9 +1601,12 @@ static int feed_queue(struct feed *f, enum feed_job_kind kind, const void *data,
 	j->job.done = feed_job_done;
 	j->f = f;
 	j->kind = kind;
+	j->spare = spare;
 	j->len = len;
 	if (len)
 		memcpy(j->data, data, len);
+	if (kind == FEED_JOB_MSGS)
+		f->queued += len;
 	writer_submit(f->d->writer, &j->job);
 	return 0;
 }
@@ -1625,6 +1668,8 @@ void feed_free(struct feed *f)
 	free(f->ids.id);
 	free(f->ids.gen);
 	free(f->tables);
+	while (f->n_spares)
+		free(f->spares[--f->n_spares]);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -1642,6 +1687,25 @@ void feed_set_tables(struct feed *f, const uint32_t *ids, unsigned int n)
 int feed_submit(struct feed *f, const void *msgs, size_t len)
 {
 	return len ? feed_queue(f, FEED_JOB_MSGS, msgs, len) : 0;
+}
+
+bool feed_backlogged(const struct feed *f)
+{
+	return f->queued >= FEED_BACKLOG_MAX;
+}
+
+void feed_on_drained(struct feed *f, void (*fn)(void *ctx), void *ctx)
+{
+	f->drained = fn;
+	f->drained_ctx = ctx;
+}
+
+void feed_wait_drain(struct feed *f)
+{
+	if (!f->drained)
+		return;
+	f->drain_wait = true;
+	feed_inc(&f->backlog_waits, 1);
 }
 
 void feed_sync_begin(struct feed *f)
@@ -1706,6 +1770,7 @@ void feed_get_stats(const struct feed *f, struct feed_stats *st)
 	st->flushed = FEED_LOAD(flushed);
 	st->connects = FEED_LOAD(connects);
 	st->refused = FEED_LOAD(refused);
+	st->backlog_waits = FEED_LOAD(backlog_waits);
 	st->wait_objects = FEED_LOAD(wait_objects);
 	st->wait_routes = FEED_LOAD(wait_routes);
 	st->syncing = FEED_LOAD(syncing);

@@ -36,6 +36,7 @@ struct feed_stats {
 	uint64_t flushed;       /* routes and objects removed by turning the feed off */
 	uint64_t connects;      /* FPM: connections accepted */
 	uint64_t refused;       /* FPM: second peers refused */
+	uint64_t backlog_waits; /* FPM: reading paused until the writer caught up */
 	bool syncing;           /* a dump or replay runs (the FIB is in bulk mode) */
 	char last_error[256];
 };
@@ -58,6 +59,16 @@ void feed_set_tables(struct feed *f, const uint32_t *ids, unsigned int n);
  * (links, addresses, NLMSG_DONE) are skipped there. Returns 0 or -ENOMEM.
  */
 int feed_submit(struct feed *f, const void *msgs, size_t len);
+
+/*
+ * Loop thread: whether the messages submitted and not yet applied reach
+ * 4 MiB. A feed that can wait (FPM: TCP holds the peer back) then stops
+ * reading and calls feed_wait_drain(); @fn, set once by
+ * feed_on_drained(), is called (loop thread) once they are down to half.
+ */
+bool feed_backlogged(const struct feed *f);
+void feed_on_drained(struct feed *f, void (*fn)(void *ctx), void *ctx);
+void feed_wait_drain(struct feed *f);
 
 /*
  * Loop thread: a full dump or replay starts. Every route and nexthop

@@ -102,6 +102,7 @@ struct feed_fpm_src {
 };
 
 struct feed_fpm {
+	struct lcfibd *d;
 	struct feed *feed;
 	struct feed_fpm_cfg cfg; /* applied */
 
@@ -128,6 +129,7 @@ struct feed_fpm {
 	size_t rlen;
 	uint8_t *batch; /* FEED_FPM_BATCH: whole messages for the writer */
 	size_t blen;
+	bool paused; /* not reading: the writer is behind (feed_backlogged()) */
 
 	/* the replay's end: replay-settle of quiet after a connect */
 	struct feed_fpm_src timer_src;
@@ -261,6 +263,15 @@ static uint64_t feed_fpm_ms_since(const struct timespec *t)
  * a system call per few frames); the timer, when it fires early, is set
  * again for what is left.
  */
+/* Whether the peer's socket holds bytes the loop has not read, or its reading is paused. */
+static bool feed_fpm_unread(const struct feed_fpm *p)
+{
+	int unread = 0;
+
+	return p->paused ||
+	       (p->peer_fd >= 0 && ioctl(p->peer_fd, SIOCINQ, &unread) == 0 && unread > 0);
+}
+
 static void feed_fpm_settle_check(struct feed_fpm *p)
 {
 	uint64_t quiet;
@@ -268,6 +279,9 @@ static void feed_fpm_settle_check(struct feed_fpm *p)
 	if (!p->replaying)
 		return;
 	quiet = feed_fpm_ms_since(&p->last_read);
+	/* Bytes the loop has not read yet (it was busy, or paused) are no quiet. */
+	if (quiet >= p->cfg.replay_settle_ms && feed_fpm_unread(p))
+		quiet = 0;
 	if (quiet < p->cfg.replay_settle_ms) {
 		feed_fpm_timer_set(p, p->cfg.replay_settle_ms - quiet);
 		return;
@@ -277,6 +291,21 @@ static void feed_fpm_settle_check(struct feed_fpm *p)
 		   "what it did not replay",
 		   p->peer, (unsigned int)p->cfg.replay_settle_ms, (unsigned long long)p->frames);
 	feed_sync_end(p->feed);
+}
+
+/*
+ * The writer is behind by feed_backlogged()'s worth of our messages: the
+ * loop stops reading the peer, which waits in TCP (its socket buffers
+ * fill) instead of in our memory, until half of them are applied.
+ */
+static void feed_fpm_pause(struct feed_fpm *p)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &p->peer_src.src };
+
+	if (p->paused || p->peer_fd < 0 || epoll_ctl(p->d->epfd, EPOLL_CTL_MOD, p->peer_fd, &ev))
+		return; /* cannot pause: reads on, the backlog grows */
+	p->paused = true;
+	feed_wait_drain(p->feed);
 }
 
 /* Hands the batched messages to the writer: 0, or -ENOMEM (the connection must go). */
@@ -291,6 +320,8 @@ static int feed_fpm_submit(struct feed_fpm *p)
 	if (!p->blen)
 		return 0;
 	ret = feed_submit(p->feed, p->batch, p->blen);
+	if (!ret && feed_backlogged(p->feed))
+		feed_fpm_pause(p);
 	if (ret) {
 		feed_set_error(p->feed, "peer %s: out of memory queueing %zu bytes", p->peer,
 			       p->blen);
@@ -324,6 +355,7 @@ static void feed_fpm_peer_close(struct lcfibd *d, struct feed_fpm *p, const char
 	p->peer[0] = '\0';
 	p->since = 0;
 	p->rlen = 0;
+	p->paused = false;
 	/*
 	 * A replay cut short must not sweep: what zebra had not sent yet
 	 * would go. The next connect starts a new sync.
@@ -333,6 +365,19 @@ static void feed_fpm_peer_close(struct lcfibd *d, struct feed_fpm *p, const char
 		feed_fpm_timer_set(p, 0);
 		feed_sync_cut(p->feed);
 	}
+}
+
+/* feed_on_drained(): the writer caught up; reading goes on. */
+static void feed_fpm_drained(void *ctx)
+{
+	struct feed_fpm *p = ctx;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->peer_src.src };
+
+	if (!p->paused)
+		return;
+	p->paused = false;
+	if (p->peer_fd >= 0 && epoll_ctl(p->d->epfd, EPOLL_CTL_MOD, p->peer_fd, &ev))
+		feed_fpm_peer_close(p->d, p, "dropped: cannot watch its socket again", true);
 }
 
 /* The stream cannot be framed any more: drop the connection, say why. */
@@ -411,10 +456,9 @@ static void feed_fpm_check(struct lcfibd *d, struct feed_fpm *p)
 	p->check_armed = false;
 	if (p->peer_fd >= 0 && p->rlen) {
 		uint64_t quiet = feed_fpm_ms_since(&p->last_read);
-		int unread = 0;
 
-		/* Bytes the loop has not read yet (it was busy, or stopped) are no silence. */
-		if (quiet >= hold && ioctl(p->peer_fd, SIOCINQ, &unread) == 0 && unread > 0)
+		/* Bytes the loop has not read yet (it was busy, or paused) are no silence. */
+		if (quiet >= hold && feed_fpm_unread(p))
 			quiet = 0;
 		if (quiet >= hold) {
 			log_warn("FPM peer %s sent %zu bytes of a frame and nothing more for %u s "
@@ -502,7 +546,7 @@ static void feed_fpm_peer_event(struct lcfibd *d, struct lcfibd_source *s, uint3
 
 	(void)events;
 	/* Level-triggered: what is left after the budget wakes the loop again. */
-	for (int i = 0; i < FEED_FPM_READS_PER_EVENT && ret > 0; i++)
+	for (int i = 0; i < FEED_FPM_READS_PER_EVENT && ret > 0 && !p->paused; i++)
 		ret = feed_fpm_read_once(d, p);
 	if (ret < 0 || !p->blen)
 		return;
@@ -975,7 +1019,10 @@ static struct feed_fpm *feed_fpm_new(struct lcfibd *d)
 	p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	p->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	p->check_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	p->d = d;
 	p->feed = feed_new(d, "fpm");
+	if (p->feed)
+		feed_on_drained(p->feed, feed_fpm_drained, p);
 	if (!p->rbuf || !p->batch || p->timer_fd < 0 || p->hold_fd < 0 || p->check_fd < 0 ||
 	    !p->feed)
 		goto fail;

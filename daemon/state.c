@@ -309,6 +309,7 @@ static int state_feed(struct lyd_node *feeds, const char *name, bool running,
 	} else {
 		ret |= state_u64(n, "connects", fs->connects);
 		ret |= state_u64(n, "refused", fs->refused);
+		ret |= state_u64(n, "backlog-waits", fs->backlog_waits);
 		ret |= state_u64(n, "unauthorized", fi->unauthorized);
 		ret |= state_u64(n, "dropped-silent", fi->dropped_silent);
 		if (fi->listening[0])

@@ -566,6 +566,7 @@ def main():
         wait_routes(snd, a.wait_routes[0], int(a.wait_routes[1]))
         if a.mode == "replay" and a.then:
             then_replay(snd, a)
+        sys.stdout.flush()
     if a.expect_close or a.mode == "probe":
         closed = open_after and snd.closed_by_peer(a.expect_close or 2)
         print("closed by lcfibd" if closed else "still open")

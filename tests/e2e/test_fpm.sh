@@ -836,6 +836,40 @@ test_fpm_full_table()
 	d_stop "$A"
 }
 
+# A peer that sends faster than the writer applies (a saved stream, sent
+# as fast as the socket takes it) waits in TCP: lcfibd stops reading it
+# while 4 MiB of its messages are queued, and reads on as they drain.
+# Nothing is lost, and the pauses are no quiet: the replay settles once,
+# after the last frame, and sweeps nothing.
+test_fpm_a_fast_peer_waits_for_the_writer()
+{
+	local port s n=200000
+	port=$(free_port)
+	fpm_start "$port"
+	s=$(d_sock "$A")
+	send "$port" --save "$T/fast.fpm" bulk "$FULLVIEW_GZ" --limit "$n" >/dev/null ||
+		fail "cannot build the stream"
+	[ "$(stat -c %s "$T/fast.fpm")" -gt $((8 << 20)) ] || fail "the stream is under 8 MiB"
+	# Connected until the replay settled: a peer that leaves cuts it short.
+	"${SEND[@]}" --port "$port" --hold 60 --wait-routes "$s" "$n" replay "$T/fast.fpm" \
+		>"$T/fast.out" &
+	bg=$!
+	wait_until "lcfibd holds the routes" grep -q "lcfibd holds" "$T/fast.out"
+	echo "# $(tail -1 "$T/fast.out")"
+	wait_until "the replay settles" log_has "$A" "replay settled"
+	[ "$(fpm_value "$s" backlog-waits)" -gt 0 ] || fail "lcfibd never waited for its writer"
+	expect_eq "$(routes_total "$s")" "$n" "routes"
+	fpm_counter "$s" routes "$n"
+	fpm_counter "$s" messages "$n"
+	fpm_counter "$s" swept 0
+	fpm_counter "$s" decode-errors 0
+	fpm_counter "$s" apply-errors 0
+	fpm_counter "$s" syncing false
+	expect_eq "$(log_count "$A" "replay settled")" 1 "replays settled"
+	kill "$bg"
+	d_stop "$A"
+}
+
 # ------------------------------------------------------------------ zebra
 
 FRR_BIN=/usr/lib/frr
@@ -1259,6 +1293,7 @@ t_run test_fpm_listens_on_ipv6
 t_run test_fpm_a_new_address_or_port_rebinds
 t_run test_fpm_turning_the_feed_off_removes_its_routes
 t_run test_fpm_full_table
+t_run test_fpm_a_fast_peer_waits_for_the_writer
 t_run test_fpm_frr_static_routes_with_nexthop_groups
 t_run test_fpm_frr_static_routes_without_nexthop_groups
 t_run test_fpm_a_remote_peer_needs_allowed_remote

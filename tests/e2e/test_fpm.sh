@@ -857,6 +857,7 @@ test_fpm_a_fast_peer_waits_for_the_writer()
 	wait_until "lcfibd holds the routes" grep -q "lcfibd holds" "$T/fast.out"
 	echo "# $(tail -1 "$T/fast.out")"
 	wait_until "the replay settles" log_has "$A" "replay settled"
+	wait_until "the writer ends the sync" fpm_counter_is "$s" syncing false
 	[ "$(fpm_value "$s" backlog-waits)" -gt 0 ] || fail "lcfibd never waited for its writer"
 	expect_eq "$(routes_total "$s")" "$n" "routes"
 	fpm_counter "$s" routes "$n"
@@ -864,7 +865,6 @@ test_fpm_a_fast_peer_waits_for_the_writer()
 	fpm_counter "$s" swept 0
 	fpm_counter "$s" decode-errors 0
 	fpm_counter "$s" apply-errors 0
-	fpm_counter "$s" syncing false
 	expect_eq "$(log_count "$A" "replay settled")" 1 "replays settled"
 	kill "$bg"
 	d_stop "$A"

@@ -257,12 +257,6 @@ static uint64_t feed_fpm_ms_since(const struct timespec *t)
 	       (uint64_t)((now.tv_nsec - t->tv_nsec) / 1000000);
 }
 
-/*
- * The replay is over once nothing has arrived for replay-settle: then the
- * sweep. Reads only note their time (a timerfd_settime per read would cost
- * a system call per few frames); the timer, when it fires early, is set
- * again for what is left.
- */
 /* Whether the peer's socket holds bytes the loop has not read, or its reading is paused. */
 static bool feed_fpm_unread(const struct feed_fpm *p)
 {
@@ -272,6 +266,12 @@ static bool feed_fpm_unread(const struct feed_fpm *p)
 	       (p->peer_fd >= 0 && ioctl(p->peer_fd, SIOCINQ, &unread) == 0 && unread > 0);
 }
 
+/*
+ * The replay is over once nothing has arrived for replay-settle: then the
+ * sweep. Reads only note their time (a timerfd_settime per read would cost
+ * a system call per few frames); the timer, when it fires early, is set
+ * again for what is left.
+ */
 static void feed_fpm_settle_check(struct feed_fpm *p)
 {
 	uint64_t quiet;
@@ -544,9 +544,14 @@ static void feed_fpm_peer_event(struct lcfibd *d, struct lcfibd_source *s, uint3
 	struct feed_fpm *p = feed_fpm_of(s);
 	int ret = 1;
 
-	(void)events;
-	/* Level-triggered: what is left after the budget wakes the loop again. */
-	for (int i = 0; i < FEED_FPM_READS_PER_EVENT && ret > 0 && !p->paused; i++)
+	/*
+	 * Level-triggered: what is left after the budget wakes the loop again.
+	 * Paused, it reads only to take an error or hang-up, which epoll
+	 * reports whatever it was asked for (else the loop would spin on it).
+	 */
+	for (int i = 0; i < FEED_FPM_READS_PER_EVENT && ret > 0 &&
+			(!p->paused || (events & (EPOLLERR | EPOLLHUP)));
+	     i++)
 		ret = feed_fpm_read_once(d, p);
 	if (ret < 0 || !p->blen)
 		return;

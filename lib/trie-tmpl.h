@@ -127,11 +127,26 @@ struct TRIE {
  * inflate_threshold percent of twice its size: 50 * used >= threshold *
  * size. It halves when its nonempty children fall under halve_threshold
  * percent of its size. The root is kept larger, as it is always visited.
+ * Each can be set at build time (CPPFLAGS=-DINFLATE_THRESHOLD=65) to measure
+ * another trade; an inflate threshold must stay above its halve threshold,
+ * or a node halves right after it inflates, and back (see docs/BENCHMARKS.md,
+ * issue 9's sixth round: none of those tried beat these).
  */
-#define HALVE_THRESHOLD        25
-#define INFLATE_THRESHOLD      50
-#define HALVE_THRESHOLD_ROOT   15
+#ifndef HALVE_THRESHOLD
+#define HALVE_THRESHOLD 25
+#endif
+#ifndef INFLATE_THRESHOLD
+#define INFLATE_THRESHOLD 50
+#endif
+#ifndef HALVE_THRESHOLD_ROOT
+#define HALVE_THRESHOLD_ROOT 15
+#endif
+#ifndef INFLATE_THRESHOLD_ROOT
 #define INFLATE_THRESHOLD_ROOT 30
+#endif
+#if INFLATE_THRESHOLD <= HALVE_THRESHOLD || INFLATE_THRESHOLD_ROOT <= HALVE_THRESHOLD_ROOT
+#error "an inflate threshold at or below its halve threshold: nodes would inflate and halve in turn"
+#endif
 /*
  * Bulk mode: an insert whose walk from the finger (or the root) went down
  * more levels than this resizes its path at once. Unsorted input would
@@ -1552,10 +1567,10 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 	}
 }
 
-/* The kernel's lookup from the root, step by step: every header on the path is read. */
-static const struct fib_route *lookup_full(const struct TRIE *t, TKEY key, const struct root_fb *fb)
+/* The kernel's lookup from the root node @n, step by step: every header on the path is read. */
+static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
+					      const struct root_fb *fb)
 {
-	const struct node *n = slot_node(slot_load(&t->root));
 	const struct tnode *pn = NULL;
 	unsigned long cindex = 0;
 
@@ -1573,6 +1588,11 @@ static const struct fib_route *lookup_full(const struct TRIE *t, TKEY key, const
 		n = child_rcu(node_tnode(n), (unsigned long)index);
 	}
 	return lookup_tail(key, n, pn, cindex, fb);
+}
+
+static const struct fib_route *lookup_full(const struct TRIE *t, TKEY key, const struct root_fb *fb)
+{
+	return lookup_full_at(slot_node(slot_load(&t->root)), key, fb);
 }
 
 /* The index of @key in the internal node whose slot is @s. */
@@ -1854,6 +1874,16 @@ static inline void slow_add(struct slow_set *ss, const TKEY *key, const struct f
 	if (l->fb && pn == l->fb->root) {
 		lane_to_fb(l, l->fb);
 	} else if (!RESUME_DESCENT || !lf || key_shr(key[i] ^ lf->n.key, pos)) {
+		/*
+		 * IPv6 walks from the root at once: its lanes' bookkeeping cost
+		 * more than the walk, whose headers near the root are in cache
+		 * (IPv6 batches 8-20 % faster; IPv4's inside prefixes 10-15 %
+		 * slower, so they keep their lanes).
+		 */
+		if (!RESUME_DESCENT) {
+			res[i] = lookup_full_at(ss->root, key[i], l->fb);
+			return;
+		}
 		lane_to_root(l, ss->root);
 	} else {
 		__builtin_prefetch(pn);
@@ -1880,18 +1910,6 @@ struct fast_lane {
 	bool whole;     /* no bit skipped down to pn (see slot_leaf_plen1()) */
 };
 
-static inline void fast_lane_start(struct fast_lane *ln, uintptr_t root, const TKEY *key,
-				   unsigned int i)
-{
-	ln->pn = node_tnode(slot_node(root));
-	ln->cindex = slot_index(root, key[i]);
-	ln->i = i;
-	ln->phase = FAST_SLOT;
-	ln->above = (uint8_t)slot_pos(root);
-	ln->whole = slot_pos(root) + slot_bits(root) == KEYLEN;
-	__builtin_prefetch(&ln->pn->child[ln->cindex]);
-}
-
 /*
  * Lane @ln found no answer on its way down (at the leaf @lf, or NULL: an
  * empty slot): the root's fallbacks give it (one more read, in this lane),
@@ -1911,41 +1929,53 @@ static inline bool fast_lane_miss(struct fast_lane *ln, const struct leaf *lf,
 	return true;
 }
 
+/*
+ * Lane @ln has the slot @s of pn at cindex (loaded): one level down, or the
+ * end of its descent. Returns true when the lane is free.
+ */
+static inline bool fast_lane_slot(struct fast_lane *ln, uintptr_t s, const struct root_fb *fb,
+				  const TKEY *key, const struct fib_route **res,
+				  struct slow_set *ss)
+{
+	unsigned int i = ln->i;
+
+	if (slot_bits(s)) {
+		ln->whole &= slot_pos(s) + slot_bits(s) == ln->above;
+		ln->above = (uint8_t)slot_pos(s);
+		ln->pn = node_tnode(slot_node(s));
+		ln->cindex = slot_index(s, key[i]);
+		ln->phase = FAST_SLOT;
+		__builtin_prefetch(&ln->pn->child[ln->cindex]);
+		return false;
+	}
+	if (s & SLOT_ROUTE) {
+		if (ln->whole) {
+			res[i] = slot_route(s);
+			return true;
+		}
+		s = 0;
+	}
+	if (!s)
+		return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
+	ln->l = node_leaf(slot_node(s));
+	if (ln->whole && slot_leaf_plen1(s) - 1 + ln->above <= KEYLEN) {
+		res[i] = &ln->l->r[0];
+		return true;
+	}
+	ln->phase = FAST_LEAF;
+	__builtin_prefetch(ln->l);
+	return false;
+}
+
 /* Moves lane @ln by one memory access; returns true when the lane is free. */
 static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb, const TKEY *key,
 				  const struct fib_route **res, struct slow_set *ss)
 {
 	unsigned int i = ln->i;
-	uintptr_t s;
 
 	switch (ln->phase) {
 	case FAST_SLOT:
-		s = slot_load(&ln->pn->child[ln->cindex]);
-		if (slot_bits(s)) {
-			ln->whole &= slot_pos(s) + slot_bits(s) == ln->above;
-			ln->above = (uint8_t)slot_pos(s);
-			ln->pn = node_tnode(slot_node(s));
-			ln->cindex = slot_index(s, key[i]);
-			__builtin_prefetch(&ln->pn->child[ln->cindex]);
-			return false;
-		}
-		if (s & SLOT_ROUTE) {
-			if (ln->whole) {
-				res[i] = slot_route(s);
-				return true;
-			}
-			s = 0;
-		}
-		if (!s)
-			return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
-		ln->l = node_leaf(slot_node(s));
-		if (ln->whole && slot_leaf_plen1(s) - 1 + ln->above <= KEYLEN) {
-			res[i] = &ln->l->r[0];
-			return true;
-		}
-		ln->phase = FAST_LEAF;
-		__builtin_prefetch(ln->l);
-		return false;
+		return fast_lane_slot(ln, slot_load(&ln->pn->child[ln->cindex]), fb, key, res, ss);
 	case FAST_LEAF:
 		res[i] = leaf_match(ln->l, key[i]);
 		return res[i] ? true : fast_lane_miss(ln, ln->l, fb, key[i], ss, key, res);
@@ -1956,39 +1986,97 @@ static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb
 }
 
 /*
+ * The root's slots, read in address order ROOT_AHEAD addresses after their
+ * prefetch: most uniformly random addresses end there (an answer in an
+ * empty slot, or a leaf whose prefix covers them), and take no lane.
+ */
+#define ROOT_AHEAD 8
+
+struct root_stream {
+	const struct tnode *root;
+	unsigned int pos, bits;
+	bool whole;
+	unsigned int next, ahead; /* the next address to read, and to prefetch */
+};
+
+static inline void root_prefetch(struct root_stream *rs, const TKEY *key, unsigned int n)
+{
+	if (rs->ahead < n) {
+		TKEY k = key[rs->ahead++];
+
+		__builtin_prefetch(
+			&rs->root->child[(unsigned long)(k >> rs->pos) & ((1ul << rs->bits) - 1)]);
+	}
+}
+
+/*
+ * Lane @ln takes the next address whose descent goes on below the root;
+ * those that end at the root are answered on the way. Returns false when
+ * no address is left.
+ */
+static bool root_next(struct root_stream *rs, struct fast_lane *ln, const struct root_fb *fb,
+		      const TKEY *key, const struct fib_route **res, struct slow_set *ss,
+		      unsigned int n)
+{
+	while (rs->next < n) {
+		unsigned int i = rs->next++;
+
+		root_prefetch(rs, key, n);
+		ln->pn = rs->root;
+		ln->cindex = (unsigned long)(key[i] >> rs->pos) & ((1ul << rs->bits) - 1);
+		ln->i = i;
+		ln->above = (uint8_t)rs->pos;
+		ln->whole = rs->whole;
+		if (!fast_lane_slot(ln, slot_load(&rs->root->child[ln->cindex]), fb, key, res, ss))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The batch's fast descent (lookup_fast() for many keys): FAST_LANES
  * lookups in flight, each a one-miss-per-step state machine (AMAC): a lane
  * prefetches the slot, the leaf or the fallback it needs next and yields
  * to the others; a lane done takes the next address at once, so the misses
- * in flight stay near FAST_LANES. Lookups that need backtracking below the
- * root are gathered and finished by slow_flush(). @root is the root slot,
- * an internal node; @fb the root's fallbacks, or NULL.
+ * in flight stay near FAST_LANES. The root's slots come first, in address
+ * order with their own prefetch (root_next()): an address whose descent
+ * ends at the root never takes a lane, and a lane starts one level down,
+ * its first miss already in flight (inside prefixes 20-30 % more lookups
+ * a second, uniformly random ones 5-15 %). Lookups that need backtracking
+ * below the root are gathered and finished by slow_flush(). @root is the
+ * root slot, an internal node; @fb the root's fallbacks, or NULL.
  */
 static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key,
 		       const struct fib_route **res, unsigned int n)
 {
 	struct fast_lane lane[FAST_LANES];
 	struct slow_set ss;
-	unsigned int next = 0, nl = 0;
+	struct root_stream rs = {
+		.root = node_tnode(slot_node(root)),
+		.pos = slot_pos(root),
+		.bits = slot_bits(root),
+		.whole = slot_pos(root) + slot_bits(root) == KEYLEN,
+	};
+	unsigned int nl = 0;
 
 	ss.root = slot_node(root);
 	ss.fb = fb;
 	ss.n = 0;
-	while (nl < FAST_LANES && next < n)
-		fast_lane_start(&lane[nl++], root, key, next++);
+	while (rs.ahead < ROOT_AHEAD && rs.ahead < n)
+		root_prefetch(&rs, key, n);
+	while (nl < FAST_LANES && root_next(&rs, &lane[nl], fb, key, res, &ss, n))
+		nl++;
 	while (nl) {
 		for (unsigned int k = 0; k < nl;) {
 			struct fast_lane *ln = &lane[k];
 
-			if (!fast_lane_step(ln, fb, key, res, &ss)) {
+			/* Lane done: the next address that goes below the root, or the lane closes.
+			 */
+			if (!fast_lane_step(ln, fb, key, res, &ss) ||
+			    root_next(&rs, ln, fb, key, res, &ss, n))
 				k++;
-			} else if (next < n) {
-				/* Lane done: the next address, or the lane closes. */
-				fast_lane_start(ln, root, key, next++);
-				k++;
-			} else {
+			else
 				*ln = lane[--nl];
-			}
 		}
 	}
 	if (ss.n)

@@ -5,7 +5,7 @@
  * and never judges them; docs/BENCHMARKS.md records a run and reads it
  * against the targets.
  *
- *   bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem]
+ *   bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem|lookups]
  *
  * Sections:
  *   machine  random reads of 1, 4 and 64 MiB buffers: memory latency and
@@ -19,6 +19,9 @@
  *   syncmem  the full IPv4 load while a reader holds its read lock ~1 ms
  *            at a time, at several sync-mem values (the kernel's
  *            fib_sync_mem experiment).
+ *   lookups  only when named: the full table loaded as in full, then
+ *            full's lookup rows alone, every pass printed. For A/B runs
+ *            of two builds of the library (a minute less than full).
  *
  * Lookup addresses are made before the clock starts and reused over
  * several passes; every result feeds a checksum, so no lookup can be
@@ -98,12 +101,16 @@ enum { API_SINGLE, API_BATCH, API_KINDS };
 static const char *const addr_kind_name[ADDR_KINDS] = { "uniform random", "inside prefixes" };
 
 /* One lookup measurement. */
+#define LK_PASSES_MAX 16 /* passes whose figures are kept one by one */
+
 struct lk_fig {
 	double mps; /* million lookups per second */
 	double ns;  /* nanoseconds per lookup */
 	double hit; /* percent of addresses that matched */
 	uint64_t hits_per_pass;
 	bool done;
+	unsigned int n_pass;
+	double pass_mps[LK_PASSES_MAX]; /* each timed pass, in order */
 };
 
 /* One load of routes. */
@@ -467,6 +474,7 @@ struct lk_job {
 	unsigned int passes;
 	uint64_t hits, sum;
 	uint64_t best_ns; /* the fastest pass */
+	uint64_t pass_ns[LK_PASSES_MAX];
 };
 
 static size_t chunk_end(size_t i, size_t n)
@@ -623,6 +631,8 @@ static void *lk_thread(void *arg)
 		t0 = lk_clock_ns();
 		j->pass(j, j->n);
 		ns = lk_clock_ns() - t0;
+		if (p < LK_PASSES_MAX)
+			j->pass_ns[p] = ns;
 		if (ns < j->best_ns)
 			j->best_ns = ns;
 	}
@@ -654,6 +664,9 @@ static struct lk_fig lk_run(void (*pass)(struct lk_job *, size_t), const void *c
 	fig.ns = (double)j.best_ns / (double)n;
 	fig.hit = 100.0 * (double)j.hits / ((double)n * passes);
 	fig.hits_per_pass = j.hits / passes;
+	fig.n_pass = passes < LK_PASSES_MAX ? passes : LK_PASSES_MAX;
+	for (unsigned int p = 0; p < fig.n_pass; p++)
+		fig.pass_mps[p] = (double)n * 1e3 / (double)j.pass_ns[p];
 	return fig;
 }
 
@@ -1143,6 +1156,43 @@ static void section_full_shuffled(struct bench *b)
 	free(perm);
 }
 
+/*
+ * The full table into a fresh b->fib4, one route at a time: IPv4 (@st and
+ * @rss [0] before it, [1] after), then IPv6 (@lf6; [2] after both). @what
+ * names the section in progress lines.
+ */
+static int load_full_table(struct bench *b, const char *what, struct fib_state st[3],
+			   uint64_t rss[3], struct load_fig *lf6)
+{
+	if (bench_table(b))
+		return -1;
+	if (b->fib4) {
+		fib_destroy(b->fib4);
+		b->fib4 = NULL;
+	}
+	progress("%s: loading %zu IPv4 routes", what, b->t.n4);
+	load_full4(b, st, rss);
+	progress("%s: loading %zu IPv6 routes", what, b->t.n6);
+	load_prefixes(b->fib4, b->t.v6, b->gw6, NULL, b->t.n6, lf6);
+	fib_reclaim_barrier(b->fib4);
+	fib_get_state(b->fib4, &st[2]);
+	rss[2] = rss_bytes();
+	return 0;
+}
+
+/* The main tables of b->fib4, both families; -1 (said) when one is missing. */
+static int main_tables(const struct bench *b, const struct fib_table **tb4,
+		       const struct fib_table **tb6)
+{
+	*tb4 = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
+	*tb6 = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET6);
+	if (!*tb4 || !*tb6) {
+		printf("no main table for %s; lookups skipped\n", *tb4 ? "IPv6" : "IPv4");
+		return -1;
+	}
+	return 0;
+}
+
 static int section_full(struct bench *b)
 {
 	struct fib_state st[3];
@@ -1152,19 +1202,8 @@ static int section_full(struct bench *b)
 	uint64_t rss[3];
 
 	print_title("full: the real full table");
-	if (bench_table(b))
+	if (load_full_table(b, "full", st, rss, &lf6))
 		return -1;
-	if (b->fib4) {
-		fib_destroy(b->fib4);
-		b->fib4 = NULL;
-	}
-	progress("full: loading %zu IPv4 routes", b->t.n4);
-	load_full4(b, st, rss);
-	progress("full: loading %zu IPv6 routes", b->t.n6);
-	load_prefixes(b->fib4, b->t.v6, b->gw6, NULL, b->t.n6, &lf6);
-	fib_reclaim_barrier(b->fib4);
-	fib_get_state(b->fib4, &st[2]);
-	rss[2] = rss_bytes();
 
 	all = b->lc_load4;
 	all.routes += lf6.routes;
@@ -1197,12 +1236,8 @@ static int section_full(struct bench *b)
 	}
 	printf("\n");
 
-	tb4 = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
-	tb6 = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET6);
-	if (!tb4 || !tb6) {
-		printf("no main table for %s; lookups skipped\n", tb4 ? "IPv6" : "IPv4");
+	if (main_tables(b, &tb4, &tb6))
 		return -1;
-	}
 	fib_table_stats_rcu(tb4, &ts4);
 	fib_table_stats_rcu(tb6, &ts6);
 	print_trie_stats(&ts4, &ts6);
@@ -1216,6 +1251,41 @@ static int section_full(struct bench *b)
 	section_full_bulk(b);
 	printf("\n");
 	section_full_shuffled(b);
+	return 0;
+}
+
+/*
+ * Section lookups: the table as section full loads it (one route at a time,
+ * so the same trie), then its lookup rows, with every pass's figure of the
+ * IPv4 batch rows, which show how much one run moves.
+ */
+static int section_lookups(struct bench *b)
+{
+	struct fib_state st[3];
+	struct load_fig lf6;
+	struct trie_stats ts4, ts6;
+	const struct fib_table *tb4, *tb6;
+	uint64_t rss[3];
+
+	print_title("lookups: full's lookup rows alone");
+	if (load_full_table(b, "lookups", st, rss, &lf6))
+		return -1;
+	if (main_tables(b, &tb4, &tb6))
+		return -1;
+	fib_table_stats_rcu(tb4, &ts4);
+	fib_table_stats_rcu(tb6, &ts6);
+	printf("average depth IPv4 %.2f, IPv6 %.2f\n", trie_depth(&ts4), trie_depth(&ts6));
+	if (b->passes > 1)
+		b->passes = 5; /* the spread of one run's passes is what it shows */
+	section_full_lookups(b, tb4, tb6);
+	for (int k = 0; k < ADDR_KINDS; k++) {
+		const struct lk_fig *f = &b->lc4[k][API_BATCH];
+
+		printf("IPv4 %s, fib_lookup4_batch_rcu, each pass (M/s):", addr_kind_name[k]);
+		for (unsigned int p = 0; p < f->n_pass; p++)
+			printf(" %.1f", f->pass_mps[p]);
+		printf("\n");
+	}
 	return 0;
 }
 
@@ -1673,8 +1743,8 @@ static void section_dpdk6(struct bench *b)
 	lc[0] = lk_run(pass_lc6_single, tb, b->a6_inside, b->n_addr6, b->passes);
 	lc[1] = lk_run(pass_lc6_batch, tb, b->a6_inside, b->n_addr6, b->passes);
 	if (fib6)
-		f6b[0] = f6b[1] = lk_run(pass_rtefib6_bulk, fib6, b->a6_inside, b->n_addr6,
-					 b->passes);
+		f6b[0] = f6b[1] =
+			lk_run(pass_rtefib6_bulk, fib6, b->a6_inside, b->n_addr6, b->passes);
 	printf("lookups, IPv6, one thread, the same %zu addresses, the best of %u passes\n",
 	       b->n_addr6, b->passes);
 	print_lk_header();
@@ -2197,20 +2267,24 @@ static int section_machine(struct bench *b)
 static const struct {
 	const char *name;
 	int (*run)(struct bench *b);
+	bool named_only; /* not in a run of every section */
 } sections[] = {
-	{ "machine", section_machine }, { "full", section_full },       { "dpdk", section_dpdk },
-	{ "sweep", section_sweep },     { "syncmem", section_syncmem },
+	{ "machine", section_machine, false }, { "full", section_full, false },
+	{ "dpdk", section_dpdk, false },       { "sweep", section_sweep, false },
+	{ "syncmem", section_syncmem, false }, { "lookups", section_lookups, true },
 };
 
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem]\n"
-		   "  --quick         smaller counts, for a CI smoke run\n"
-		   "  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
-		   "  --section NAME  run one section (default: all)\n"
-		   "environment: LCFIB_DATA (folder of the table), LCFIB_SEED\n");
+	fprintf(f,
+		"usage: bench_fib [--quick] [--cpu-time] [--section "
+		"machine|full|dpdk|sweep|syncmem|lookups]\n"
+		"  --quick         smaller counts, for a CI smoke run\n"
+		"  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
+		"  --section NAME  run one section (default: all)\n"
+		"environment: LCFIB_DATA (folder of the table), LCFIB_SEED\n");
 }
 
 static void bench_init(struct bench *b, bool quick)
@@ -2344,7 +2418,7 @@ int main(int argc, char **argv)
 	print_header(&b);
 	print_loadavg("at start");
 	for (size_t i = 0; i < N_SECTIONS; i++) {
-		if (only && strcmp(only, sections[i].name))
+		if (only ? strcmp(only, sections[i].name) != 0 : sections[i].named_only)
 			continue;
 		if (sections[i].run(&b))
 			failed = 1;

@@ -2070,8 +2070,7 @@ static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key
 		for (unsigned int k = 0; k < nl;) {
 			struct fast_lane *ln = &lane[k];
 
-			/* Lane done: the next address that goes below the root, or the lane closes.
-			 */
+			/* Lane done: the next address that goes below the root, or it closes. */
 			if (!fast_lane_step(ln, fb, key, res, &ss) ||
 			    root_next(&rs, ln, fb, key, res, &ss, n))
 				k++;

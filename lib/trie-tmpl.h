@@ -1993,20 +1993,16 @@ static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb
 #define ROOT_AHEAD 8
 
 struct root_stream {
-	const struct tnode *root;
-	unsigned int pos, bits;
-	bool whole;
+	uintptr_t slot;           /* the root's, an internal node */
+	const struct tnode *root; /* its node */
+	bool whole;               /* no skipped bits (see slot_leaf_plen1()) */
 	unsigned int next, ahead; /* the next address to read, and to prefetch */
 };
 
 static inline void root_prefetch(struct root_stream *rs, const TKEY *key, unsigned int n)
 {
-	if (rs->ahead < n) {
-		TKEY k = key[rs->ahead++];
-
-		__builtin_prefetch(
-			&rs->root->child[(unsigned long)(k >> rs->pos) & ((1ul << rs->bits) - 1)]);
-	}
+	if (rs->ahead < n)
+		__builtin_prefetch(&rs->root->child[slot_index(rs->slot, key[rs->ahead++])]);
 }
 
 /*
@@ -2023,9 +2019,9 @@ static bool root_next(struct root_stream *rs, struct fast_lane *ln, const struct
 
 		root_prefetch(rs, key, n);
 		ln->pn = rs->root;
-		ln->cindex = (unsigned long)(key[i] >> rs->pos) & ((1ul << rs->bits) - 1);
+		ln->cindex = slot_index(rs->slot, key[i]);
 		ln->i = i;
-		ln->above = (uint8_t)rs->pos;
+		ln->above = (uint8_t)slot_pos(rs->slot);
 		ln->whole = rs->whole;
 		if (!fast_lane_slot(ln, slot_load(&rs->root->child[ln->cindex]), fb, key, res, ss))
 			return true;
@@ -2052,9 +2048,8 @@ static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key
 	struct fast_lane lane[FAST_LANES];
 	struct slow_set ss;
 	struct root_stream rs = {
+		.slot = root,
 		.root = node_tnode(slot_node(root)),
-		.pos = slot_pos(root),
-		.bits = slot_bits(root),
 		.whole = slot_pos(root) + slot_bits(root) == KEYLEN,
 	};
 	unsigned int nl = 0;

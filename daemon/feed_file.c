@@ -108,19 +108,47 @@ static int feed_file_read(struct lcfibd *d, struct feed_file_job *j)
 	return routefile_read_file(j->rf, j->path, &j->err);
 }
 
+/*
+ * Reads, parses and applies the file of @j (a stream, a descriptor or its
+ * path) into j->rf: the parse on a thread of its own, the routes applied
+ * as they are parsed (routefile_load_fd()).
+ */
+static int feed_file_load(struct lcfibd *d, struct feed_file_job *j, struct feed_file_progress *p)
+{
+	int fd, ret;
+
+	ingest_load_phase(d->ingest, "parsing", 0, 0);
+	writer_kick(d->writer);
+	j->rf = feed_file_rf_new(d, j);
+	if (!j->rf) {
+		err_set(&j->err, "%s: out of memory", j->path);
+		return -ENOMEM;
+	}
+	if (j->buf)
+		return routefile_load_buf(j->rf, j->buf, j->len, d->fib, feed_file_progress, p,
+					  &j->res, &j->err);
+	if (j->fd >= 0)
+		return routefile_load_fd(j->rf, j->fd, d->fib, feed_file_progress, p, &j->res,
+					 &j->err);
+	/* A configured file: the config is root's (see rpc.c's rpc_load_open()). */
+	fd = routefile_open(j->path, d->max_file_size, &j->err);
+	if (fd < 0)
+		return fd;
+	ret = routefile_load_fd(j->rf, fd, d->fib, feed_file_progress, p, &j->res, &j->err);
+	close(fd);
+	return ret;
+}
+
 static void feed_file_run(struct lcfibd *d, struct writer_job *wj)
 {
 	struct feed_file_job *j = (struct feed_file_job *)wj;
 	struct feed_file_progress p = { d, j };
 
 	ingest_load_begin(d->ingest, wj, j->path);
-	if (!j->rf) { /* not parsed by feed_file_parse() */
-		ingest_load_phase(d->ingest, "parsing", 0, 0);
-		writer_kick(d->writer);
-		j->ret = feed_file_read(d, j);
-	}
-	if (!j->ret)
+	if (j->rf) /* parsed by feed_file_parse() */
 		j->ret = routefile_apply(j->rf, d->fib, feed_file_progress, &p, &j->res, &j->err);
+	else
+		j->ret = feed_file_load(d, j, &p);
 	j->lines = j->rf ? routefile_lines(j->rf) : 0;
 	j->duration_us = feed_file_now_us(&j->t0);
 	if (j->ret)

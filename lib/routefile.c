@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,8 @@
 #define RF_NONE       UINT32_MAX /* no entry in a side array */
 #define RF_IFCACHE    4          /* interface names a file's parse remembers */
 #define RF_OPS_FIRST  1024       /* ops of a first mapping: 48 KiB, whole pages */
+#define RF_PIPE_BATCH 4096       /* ops a load's parser publishes at a time */
+#define RF_PIPE_TAKE  65536      /* ops its applier takes before it looks again */
 #define RF_STR_(x)    #x
 #define RF_STR(x)     RF_STR_(x)
 
@@ -85,6 +89,35 @@ struct rf_ifcache {
 	uint32_t ifindex;
 };
 
+/*
+ * A load (routefile_load_fd(), routefile_load_buf()): the file is read and
+ * parsed on a thread of its own while the writer applies what is parsed.
+ * The parser publishes its progress under the lock; the applier reads ops
+ * below @published only, and the paths through the array @paths was when
+ * they were published. So that those stay where they are: the ops array
+ * is mapped whole before the parse starts, and path arrays the parse
+ * outgrows are freed only when it ends.
+ */
+struct rf_pipe {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	uint64_t published;          /* ops the applier may take */
+	const struct nh_path *paths; /* the path array as of @published */
+	bool bad;                    /* a bad line was found: take no more */
+	bool done;                   /* the parse ended, with @ret */
+	int ret;
+	struct errbuf err; /* @ret's message */
+
+	/* The parser's own. */
+	int fd;
+	const char *buf;
+	size_t len;
+	bool full; /* the ops array is full: the file grew while it was read */
+	void **old;
+	size_t n_old, cap_old;
+};
+
 struct routefile {
 	struct routefile_opts opts; /* opts.name is owned */
 
@@ -116,8 +149,13 @@ struct routefile {
 	struct nh_path scratch[NH_MAX_PATHS]; /* one line's paths */
 	struct errbuf err;                    /* one line's message */
 
+	struct rf_pipe *pipe;              /* during a load only */
+	const struct nh_path *apply_paths; /* the applier's view of paths */
+	uint64_t apply_total;              /* ops it knows of */
+
 	/* The apply's undo journal. */
 	struct rf_undo *journal;
+	uint64_t cap_journal;
 	struct fib_route *removed;
 	uint64_t n_removed, cap_removed;
 };
@@ -172,12 +210,13 @@ static void rf_big_free(void *p, size_t size)
 /* The undo journal: an entry per op, mapped for the apply's duration. */
 static size_t rf_journal_size(const struct routefile *rf)
 {
-	return (rf->n_ops ? rf->n_ops : 1) * sizeof(*rf->journal);
+	return rf->cap_journal * sizeof(*rf->journal);
 }
 
 static void rf_journal_free(struct routefile *rf)
 {
 	rf_big_free(rf->journal, rf_journal_size(rf));
+	rf->cap_journal = 0;
 	free(rf->removed);
 	rf->journal = NULL;
 	rf->removed = NULL;
@@ -1148,6 +1187,19 @@ int routefile_bad_line(const struct routefile *rf, uint64_t i, uint64_t *line, u
 	return 0;
 }
 
+/* A load's parser: what it parsed so far is the applier's to take. */
+static void rf_pipe_publish(struct routefile *rf)
+{
+	struct rf_pipe *pp = rf->pipe;
+
+	pthread_mutex_lock(&pp->lock);
+	pp->published = rf->n_ops;
+	pp->paths = rf->paths;
+	pp->bad = rf->n_bad > 0;
+	pthread_cond_signal(&pp->more);
+	pthread_mutex_unlock(&pp->lock);
+}
+
 /*
  * Records a bad line: "NAME:LINE:COL: @what" (":COL" when @col > 0). Past
  * ROUTEFILE_BAD_KEEP only counts it. Returns 0 or -ENOMEM.
@@ -1158,7 +1210,8 @@ static int rf_bad_add(struct routefile *rf, uint64_t line, unsigned int col, con
 	struct rf_bad *b;
 	char *m;
 
-	rf->n_bad++;
+	if (rf->n_bad++ == 0 && rf->pipe)
+		rf_pipe_publish(rf); /* the applier stops: nothing will be applied */
 	if (rf->bad_kept == ROUTEFILE_BAD_KEEP)
 		return 0;
 	b = rf_grow(rf->bad, &rf->cap_bad, rf->bad_kept + 1, sizeof(*rf->bad), 64);
@@ -1233,6 +1286,36 @@ static int rf_sets_grow(struct routefile *rf)
 	return 0;
 }
 
+/*
+ * rf->paths, grown to hold @need paths. During a load the applier may
+ * still read the old array: it is kept until the load ends, not moved.
+ */
+static struct nh_path *rf_paths_grow(struct routefile *rf, uint64_t *cap, uint64_t need)
+{
+	struct rf_pipe *pp = rf->pipe;
+	uint64_t n = 0;
+	struct nh_path *np;
+
+	if (!pp || need <= *cap)
+		return rf_grow(rf->paths, cap, need, sizeof(*rf->paths), 64);
+	if (pp->n_old == pp->cap_old) {
+		void **old = rf_grow(pp->old, &pp->cap_old, pp->n_old + 1, sizeof(*old), 16);
+
+		if (!old)
+			return NULL;
+		pp->old = old;
+	}
+	np = rf_grow(NULL, &n, need > 2 * *cap ? need : 2 * *cap, sizeof(*np), 64);
+	if (!np)
+		return NULL;
+	if (rf->n_paths)
+		memcpy(np, rf->paths, rf->n_paths * sizeof(*np));
+	if (rf->paths)
+		pp->old[pp->n_old++] = rf->paths;
+	*cap = n;
+	return np;
+}
+
 /* Where the path set @p is kept (stored now if new): equal sets share one copy. */
 static int rf_paths_intern(struct routefile *rf, const struct nh_path *p, unsigned int n,
 			   uint32_t *start)
@@ -1257,7 +1340,7 @@ static int rf_paths_intern(struct routefile *rf, const struct nh_path *p, unsign
 	if (!s->n) {
 		if ((uint64_t)rf->n_paths + n >= RF_NONE)
 			return -ENOMEM;
-		np = rf_grow(rf->paths, &cap, rf->n_paths + n, sizeof(*p), 64);
+		np = rf_paths_grow(rf, &cap, rf->n_paths + n);
 		if (!np)
 			return -ENOMEM;
 		rf->paths = np;
@@ -1285,6 +1368,10 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		if (ret)
 			return ret;
 	}
+	if (rf->n_ops == rf->cap_ops && rf->pipe) {
+		rf->pipe->full = true; /* mapped for the file's size at the start */
+		return -EOVERFLOW;
+	}
 	if (rf->n_ops == rf->cap_ops) {
 		uint64_t cap = rf->cap_ops ? 2 * rf->cap_ops : RF_OPS_FIRST;
 
@@ -1297,6 +1384,8 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		rf->cap_ops = cap;
 	}
 	rf->ops[rf->n_ops++] = *op;
+	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0)
+		rf_pipe_publish(rf);
 	return 0;
 }
 
@@ -1505,6 +1594,25 @@ int routefile_open(const char *path, uint64_t max_size, struct errbuf *err)
 	return fd;
 }
 
+/* @ret of a read or a feed, with its message in @err. */
+static int rf_read_error(const struct routefile *rf, int ret, struct errbuf *err)
+{
+	const char *name = rf->opts.name;
+
+	if (ret == -EFBIG)
+		err_set(err, "%s has more than %" PRIu64 " bytes, the limit (max-route-file-size)",
+			name, rf->opts.max_size);
+	else if (ret == -ECANCELED)
+		err_set(err, "%s: cancelled", name);
+	else if (ret == -ENOMEM)
+		err_set(err, "%s: out of memory", name);
+	else if (ret == -EOVERFLOW && rf->pipe && rf->pipe->full)
+		err_set(err, "%s grew while it was read", name);
+	else if (ret)
+		err_set(err, "%s: %s", name, strerror(-ret));
+	return ret;
+}
+
 int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err)
 {
 	const char *name = rf->opts.name;
@@ -1533,16 +1641,7 @@ int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err)
 			break;
 	}
 	free(buf);
-	if (ret == -EFBIG)
-		err_set(err, "%s has more than %" PRIu64 " bytes, the limit (max-route-file-size)",
-			name, rf->opts.max_size);
-	else if (ret == -ECANCELED)
-		err_set(err, "%s: cancelled", name);
-	else if (ret == -ENOMEM)
-		err_set(err, "%s: out of memory", name);
-	else if (ret)
-		err_set(err, "%s: %s", name, strerror(-ret));
-	return ret;
+	return rf_read_error(rf, ret, err);
 }
 
 int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *err)
@@ -1565,7 +1664,8 @@ size_t routefile_mem(const struct routefile *rf)
 	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->n_ops * sizeof(*rf->ops) +
 	       rf->cap_paths * sizeof(*rf->paths) + rf->cap_sets * sizeof(*rf->sets) +
 	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
-	       (rf->carry ? ROUTEFILE_LINE_MAX : 0) + (rf->journal ? rf_journal_size(rf) : 0) +
+	       (rf->carry ? ROUTEFILE_LINE_MAX : 0) +
+	       (rf->journal ? rf->n_ops * sizeof(*rf->journal) : 0) +
 	       rf->cap_removed * sizeof(*rf->removed);
 }
 
@@ -1580,7 +1680,7 @@ static void rf_progress(routefile_progress_fn *fn, void *ctx, const char *phase,
 
 static const struct nh_path *rf_op_paths(const struct routefile *rf, const struct rf_op *op)
 {
-	return op->n_paths && !(op->kind & RF_OP_NHID) ? rf->paths + op->nh : NULL;
+	return op->n_paths && !(op->kind & RF_OP_NHID) ? rf->apply_paths + op->nh : NULL;
 }
 
 /* Journals what op @i changed; the route it took out goes to the side array. */
@@ -1727,17 +1827,51 @@ static int rf_bad_lines_error(const struct routefile *rf, struct errbuf *err)
 }
 
 /*
+ * How far the applier may go from op @i: to the end of the ops, or during
+ * a load, to what the parser published, waiting until that is @want ops
+ * past @i or the parse has ended (at most RF_PIPE_TAKE at a time, so that
+ * a bad line stops it soon). @i: no more ops, or the parse found a bad
+ * line or failed.
+ */
+static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
+{
+	struct rf_pipe *pp = rf->pipe;
+	uint64_t n;
+	bool bad;
+
+	if (!pp) {
+		rf->apply_paths = rf->paths;
+		return rf->apply_total = rf->n_ops;
+	}
+	pthread_mutex_lock(&pp->lock);
+	while (!pp->done && !pp->bad && pp->published < i + want)
+		pthread_cond_wait(&pp->more, &pp->lock);
+	n = pp->published;
+	bad = pp->bad || pp->ret; /* nothing will be applied */
+	rf->apply_paths = pp->paths;
+	pthread_mutex_unlock(&pp->lock);
+	rf->apply_total = n;
+	if (bad)
+		return i;
+	return n - i > RF_PIPE_TAKE ? i + RF_PIPE_TAKE : n;
+}
+
+/*
  * Applies every op in order; stops at the first that fails to apply
- * (unless it may be skipped) and returns its error, @failed its index.
+ * (unless it may be skipped) and returns its error, @failed its index
+ * (at the end: how many there were).
  */
 static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_fn *progress,
 			void *ctx, struct routefile_result *r, uint64_t *failed, struct errbuf *err)
 {
 	struct errbuf ferr;
+	uint64_t i, avail = 0;
 
-	for (uint64_t i = 0; i < rf->n_ops; i++) {
+	for (i = 0;; i++) {
 		int ret;
 
+		if (i == avail && (avail = rf_avail(rf, i, 1)) == i)
+			break;
 		if (i % ROUTEFILE_CANCEL_OPS == 0 && rf_cancelled(rf)) {
 			*failed = i;
 			err_set(err, "%s: cancelled", rf->opts.name);
@@ -1757,43 +1891,63 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 		else
 			r->applied++;
 		if ((i + 1) % ROUTEFILE_PROGRESS == 0)
-			rf_progress(progress, ctx, "applying", i + 1, rf->n_ops);
+			rf_progress(progress, ctx, "applying", i + 1, rf->apply_total);
 	}
+	*failed = i;
 	return 0;
 }
 
-int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
+static void rf_pipe_free(struct routefile *rf)
+{
+	struct rf_pipe *pp = rf->pipe;
+
+	for (size_t i = 0; i < pp->n_old; i++)
+		free(pp->old[i]);
+	free(pp->old);
+	pthread_cond_destroy(&pp->more);
+	pthread_mutex_destroy(&pp->lock);
+	free(pp);
+	rf->pipe = NULL;
+}
+
+/*
+ * A load's applier is done, with @ret: waits for the parse to end, then
+ * says what the load comes to, as a read and an apply in turn would: the
+ * read's error first, then the bad lines, then @ret.
+ */
+static int rf_pipe_end(struct routefile *rf, int ret, struct errbuf *err)
+{
+	struct rf_pipe *pp = rf->pipe;
+
+	pthread_join(pp->thread, NULL);
+	if (pp->ret) {
+		ret = pp->ret;
+		err_set(err, "%s", pp->err.msg);
+	} else if (rf->n_bad) {
+		ret = rf_bad_lines_error(rf, err);
+	}
+	rf_pipe_free(rf);
+	rf->apply_paths = rf->paths;
+	return ret;
+}
+
+/* Applies the ops of @rf (of a load: as they are parsed) as one transaction. */
+static int rf_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
 		    struct routefile_result *res, struct errbuf *err)
 {
 	struct routefile_result r = { 0, 0 };
-	bool bulk = rf->n_ops > ROUTEFILE_BULK_OPS;
 	uint64_t failed = 0;
+	bool bulk;
 	int ret, ret2;
 
-	err_clear(err);
-	if (res)
-		*res = r;
-	if (rf->applied) {
-		err_set(err, "%s: already applied", rf->opts.name);
-		return -EALREADY;
-	}
-	if (rf->broken) {
-		err_set(err, "%s: out of memory while parsing", rf->opts.name);
-		return -ENOMEM;
-	}
-	if (rf->n_bad && !rf->opts.skip_bad_lines)
-		return rf_bad_lines_error(rf, err);
-	rf->journal = rf_big_resize(NULL, 0, rf_journal_size(rf));
-	if (!rf->journal) {
-		err_set(err, "%s: out of memory for the undo journal of %" PRIu64 " routes",
-			rf->opts.name, rf->n_ops);
-		return -ENOMEM;
-	}
 	rf->applied = true;
+	bulk = rf_avail(rf, 0, ROUTEFILE_BULK_OPS + 1) > ROUTEFILE_BULK_OPS;
 	if (bulk)
 		fib_bulk_begin(f);
-	rf_progress(progress, ctx, "applying", 0, rf->n_ops);
+	rf_progress(progress, ctx, "applying", 0, rf->apply_total);
 	ret = rf_apply_all(rf, f, progress, ctx, &r, &failed, err);
+	if (rf->pipe)
+		ret = rf_pipe_end(rf, ret, err);
 	if (ret == -ECANCELED && (rf_cancelled(rf) & ROUTEFILE_ABANDON)) {
 		/* At exit: no rollback, no rebalancing; fib_destroy() takes the FIB as it is. */
 		rf_journal_free(rf);
@@ -1834,4 +1988,161 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 	if (res)
 		*res = r;
 	return ret;
+}
+
+int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
+		    struct routefile_result *res, struct errbuf *err)
+{
+	err_clear(err);
+	if (res)
+		*res = (struct routefile_result){ 0, 0 };
+	if (rf->applied) {
+		err_set(err, "%s: already applied", rf->opts.name);
+		return -EALREADY;
+	}
+	if (rf->broken) {
+		err_set(err, "%s: out of memory while parsing", rf->opts.name);
+		return -ENOMEM;
+	}
+	if (rf->n_bad && !rf->opts.skip_bad_lines)
+		return rf_bad_lines_error(rf, err);
+	rf->cap_journal = rf->n_ops ? rf->n_ops : 1;
+	rf->journal = rf_big_resize(NULL, 0, rf_journal_size(rf));
+	if (!rf->journal) {
+		rf->cap_journal = 0;
+		err_set(err, "%s: out of memory for the undo journal of %" PRIu64 " routes",
+			rf->opts.name, rf->n_ops);
+		return -ENOMEM;
+	}
+	return rf_apply(rf, f, progress, ctx, res, err);
+}
+
+/* ------------------------------------------------------------------ load */
+
+/* A load's parser thread: reads and parses the whole file, then says it is done. */
+static void *rf_pipe_main(void *arg)
+{
+	struct routefile *rf = arg;
+	struct rf_pipe *pp = rf->pipe;
+	struct errbuf err;
+	int ret;
+
+	err_clear(&err);
+	if (pp->buf)
+		ret = rf_read_error(rf, routefile_feed(rf, pp->buf, pp->len, true), &err);
+	else
+		ret = routefile_read_fd(rf, pp->fd, &err);
+	pthread_mutex_lock(&pp->lock);
+	pp->published = rf->n_ops;
+	pp->paths = rf->paths;
+	pp->bad = rf->n_bad > 0;
+	pp->ret = ret;
+	pp->err = err;
+	pp->done = true;
+	pthread_cond_signal(&pp->more);
+	pthread_mutex_unlock(&pp->lock);
+	return NULL;
+}
+
+/* Maps @size bytes that will not move: only the pages touched are backed. */
+static void *rf_big_reserve(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE);
+	return p;
+}
+
+/*
+ * Starts a load of @size bytes (of @fd, or @buf): the ops array and the
+ * journal mapped for the most ops that many bytes can hold, and the parser
+ * thread. Returns false, @rf as it was, when it cannot.
+ */
+static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t len, uint64_t size)
+{
+	/* An op's line has two bytes at least ("::") and its end. */
+	uint64_t cap = size / 2 + 2;
+	struct rf_pipe *pp;
+	sigset_t all, old;
+	int ret;
+
+	if (cap > SIZE_MAX / sizeof(*rf->ops))
+		return false;
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return false;
+	rf->ops = rf_big_reserve(cap * sizeof(*rf->ops));
+	rf->journal = rf_big_reserve(cap * sizeof(*rf->journal));
+	if (!rf->ops || !rf->journal)
+		goto unmap;
+	rf->cap_ops = rf->cap_journal = cap;
+	pp->fd = fd;
+	pp->buf = buf;
+	pp->len = len;
+	pthread_mutex_init(&pp->lock, NULL);
+	pthread_cond_init(&pp->more, NULL);
+	rf->pipe = pp;
+	/* Signals are the caller's threads' to take, not the parser's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&pp->thread, NULL, rf_pipe_main, rf);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ret)
+		return true;
+	rf_pipe_free(rf);
+	pp = NULL;
+unmap:
+	free(pp);
+	rf_big_free(rf->ops, cap * sizeof(*rf->ops));
+	rf_big_free(rf->journal, cap * sizeof(*rf->journal));
+	rf->ops = NULL;
+	rf->journal = NULL;
+	rf->cap_ops = rf->cap_journal = 0;
+	return false;
+}
+
+/* Whether @rf can be loaded by a parser thread: fresh, and all or nothing. */
+static bool rf_pipe_can(const struct routefile *rf)
+{
+	return !rf->opts.skip_bad_lines && !rf->applied && !rf->broken && !rf->bytes && !rf->ops;
+}
+
+int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_progress_fn *progress,
+		      void *ctx, struct routefile_result *res, struct errbuf *err)
+{
+	struct stat st;
+	int ret;
+
+	err_clear(err);
+	if (rf_pipe_can(rf) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+	    rf_pipe_start(rf, fd, NULL, 0, (uint64_t)st.st_size))
+		return rf_apply(rf, f, progress, ctx, res, err);
+	ret = routefile_read_fd(rf, fd, err);
+	if (ret) {
+		if (res)
+			*res = (struct routefile_result){ 0, 0 };
+		return ret;
+	}
+	return routefile_apply(rf, f, progress, ctx, res, err);
+}
+
+int routefile_load_buf(struct routefile *rf, const char *buf, size_t len, struct fib *f,
+		       routefile_progress_fn *progress, void *ctx, struct routefile_result *res,
+		       struct errbuf *err)
+{
+	int ret;
+
+	err_clear(err);
+	if (rf_pipe_can(rf) && rf_pipe_start(rf, -1, buf, len, len))
+		return rf_apply(rf, f, progress, ctx, res, err);
+	ret = rf_read_error(rf, routefile_feed(rf, buf, len, true), err);
+	if (ret) {
+		if (res)
+			*res = (struct routefile_result){ 0, 0 };
+		return ret;
+	}
+	return routefile_apply(rf, f, progress, ctx, res, err);
 }

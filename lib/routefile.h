@@ -34,7 +34,9 @@
  * command word (ip, route, -4, -6, or a CMD), else plain.
  *
  * Threads: a struct routefile belongs to one thread at a time;
- * routefile_apply() runs on the FIB's writer thread. routefile_parse_route()
+ * routefile_apply() runs on the FIB's writer thread, and so do
+ * routefile_load_fd() and routefile_load_buf(), which also run a parser
+ * thread of their own for the call's duration. routefile_parse_route()
  * may run on any thread.
  *
  * Public (<lcfib/routefile.h>), by choice: an embedder loads the files
@@ -235,5 +237,28 @@ struct routefile_result {
  */
 int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
 		    struct routefile_result *res, struct errbuf *err);
+
+/*
+ * Writer thread of @f: reads the regular file @fd and applies it, as
+ * routefile_read_fd() and then routefile_apply() on a fresh @rf would,
+ * with the same result and messages, but on both cores: a thread of its
+ * own, started and joined here, reads and parses the file while this one
+ * applies the routes parsed so far. A bad line or a read error found
+ * after routes went in undoes them, last first, as a route that fails to
+ * apply does; readers may see those routes meanwhile (a read, then an
+ * apply, refuses such a file before any route goes in). The ops array
+ * and the journal are mapped for the most routes the file's size can
+ * hold, backed only as they fill; a file that grows past that while it
+ * is read fails ("grew while it was read"). With skip_bad_lines, an
+ * @rf already fed, an @fd that is not a regular file, or when the thread
+ * cannot start, it reads first, then applies. @fd stays open.
+ */
+int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_progress_fn *progress,
+		      void *ctx, struct routefile_result *res, struct errbuf *err);
+
+/* routefile_load_fd() for a whole file's @len bytes at @buf (kept until it returns). */
+int routefile_load_buf(struct routefile *rf, const char *buf, size_t len, struct fib *f,
+		       routefile_progress_fn *progress, void *ctx, struct routefile_result *res,
+		       struct errbuf *err);
 
 #endif

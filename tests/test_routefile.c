@@ -1212,18 +1212,27 @@ static void test_routefile_cancel_stops_an_apply_and_rolls_it_back(void **state)
 
 	apply_ok(f, "route add 192.0.2.0/24 via 198.51.100.1 dev lo\n");
 	before = fib_dump(f);
-	rf = routefile_new(&o);
-	assert_int_equal(routefile_feed(rf, text, strlen(text), true), 0);
-	assert_int_equal(routefile_apply(rf, f, cancel_in_the_middle, &c, &res, &err), -ECANCELED);
-	assert_string_equal(err.msg, "t.routes: cancelled");
-	assert_int_equal(res.applied, 0);
-	{
-		char *after = fib_dump(f);
+	for (int load = 0; load < 2; load++) {
+		char *after;
+		int ret;
 
+		flag = 0;
+		rf = routefile_new(&o);
+		if (load) { /* parsed while applied: the parser stops too */
+			ret = routefile_load_buf(rf, text, strlen(text), f, cancel_in_the_middle,
+						 &c, &res, &err);
+		} else {
+			assert_int_equal(routefile_feed(rf, text, strlen(text), true), 0);
+			ret = routefile_apply(rf, f, cancel_in_the_middle, &c, &res, &err);
+		}
+		assert_int_equal(ret, -ECANCELED);
+		assert_string_equal(err.msg, "t.routes: cancelled");
+		assert_int_equal(res.applied, 0);
+		after = fib_dump(f);
 		assert_string_equal(after, before);
 		free(after);
+		routefile_free(rf);
 	}
-	routefile_free(rf);
 	/* Set before feeding: the parse stops too. */
 	rf = routefile_new(&o);
 	assert_int_equal(routefile_feed(rf, text, strlen(text), true), -ECANCELED);
@@ -1251,6 +1260,184 @@ static void test_routefile_abandon_stops_at_once_and_keeps_what_is_applied(void 
 	fib_bulk_end(f); /* left in bulk mode: teardown checks the FIB */
 	routefile_free(rf);
 	free(text);
+}
+
+/* ------------------------------------------- loads: parse and apply at once */
+
+#ifdef TDATA_UNDER_TSAN
+#define LOAD_ROUTES 20000 /* still in bulk mode, published in 5 batches */
+#else
+#define LOAD_ROUTES 80000 /* more than the applier takes at a time */
+#endif
+
+/*
+ * LOAD_ROUTES routes over both families with 700 path sets (the parser's
+ * path array grows while the applier reads it), some multipath, then @tail.
+ */
+static char *load_text(const char *tail, size_t *len)
+{
+	size_t cap = LOAD_ROUTES * 80 + strlen(tail) + 1, n = 0;
+	char *text = malloc(cap);
+
+	assert_non_null(text);
+	for (unsigned int i = 0; i < LOAD_ROUTES; i++) {
+		if (i % 10 == 9)
+			n += (size_t)snprintf(text + n, cap - n,
+					      "route add 2001:db8:%x:%x::/64 via fe80::%x dev lo\n",
+					      i >> 16, i & 0xffff, 1 + i % 300);
+		else if (i % 97 == 0)
+			n += (size_t)snprintf(
+				text + n, cap - n,
+				"route add 30.%u.%u.%u/32 nexthop via 192.0.2.1 dev lo "
+				"nexthop via 198.51.100.%u dev lo weight 3\n",
+				i >> 16, (i >> 8) & 255, i & 255, 1 + i % 200);
+		else
+			n += (size_t)snprintf(text + n, cap - n,
+					      "%u.%u.%u.0/24 192.0.%u.%u dev lo\n", 20 + (i >> 16),
+					      (i >> 8) & 255, i & 255, 2 + i % 2, 1 + i % 200);
+	}
+	n += (size_t)snprintf(text + n, cap - n, "%s", tail);
+	*len = n;
+	return text;
+}
+
+/* The temp file's path (to unlink) holding @len bytes of @text, open for reading. */
+static int load_file(const char *text, size_t len, char path[static 32])
+{
+	int fd;
+
+	strcpy(path, "/tmp/lcfib-load-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+/* What a read and then an apply of @text into @f come to. */
+static int read_then_apply(struct fib *f, const char *text, size_t len, bool skip,
+			   struct routefile_result *res, struct errbuf *err)
+{
+	struct routefile *rf = rf_new(ROUTEFILE_AUTO, AF_UNSPEC, skip);
+	int ret = routefile_feed(rf, text, len, true);
+
+	assert_int_equal(ret, 0);
+	ret = routefile_apply(rf, f, NULL, NULL, res, err);
+	routefile_free(rf);
+	return ret;
+}
+
+enum load_how { LOAD_FD, LOAD_BUF };
+
+/* A load of @text into @f, from a file or from memory: its result, and the progress seen. */
+static int load(struct fib *f, enum load_how how, const char *text, size_t len, bool skip,
+		struct routefile_result *res, struct errbuf *err, struct progress_log *log)
+{
+	struct routefile *rf = rf_new(ROUTEFILE_AUTO, AF_UNSPEC, skip);
+	char path[32];
+	int fd, ret;
+
+	if (how == LOAD_BUF) {
+		ret = routefile_load_buf(rf, text, len, f, progress_fn, log, res, err);
+	} else {
+		fd = load_file(text, len, path);
+		ret = routefile_load_fd(rf, fd, f, progress_fn, log, res, err);
+		close(fd);
+		unlink(path);
+	}
+	routefile_free(rf);
+	return ret;
+}
+
+/* The route every load test's FIB holds before the load. */
+static const char load_base[] = "route add 192.0.2.0/24 via 198.51.100.1 dev lo\n";
+
+/*
+ * A load into @f (holding load_base) ends as a read, then an apply, would:
+ * the same routes, result and message.
+ */
+static void load_as_read_then_apply(struct fib *f, const char *tail, bool skip, int expect)
+{
+	struct fib *g = fib_new();
+	struct routefile_result want, got;
+	struct errbuf werr, gerr;
+	size_t len;
+	char *text = load_text(tail, &len), *before = fib_dump(f), *wdump;
+	int ret;
+
+	assert_non_null(g);
+	apply_ok(g, load_base);
+	ret = read_then_apply(g, text, len, skip, &want, &werr);
+	if (ret != expect)
+		print_message("%s\n", werr.msg);
+	assert_int_equal(ret, expect);
+	wdump = fib_dump(g);
+	fib_destroy(g);
+	for (enum load_how how = LOAD_FD; how <= LOAD_BUF; how++) {
+		struct progress_log log = { "", 0 };
+		char *after;
+
+		ret = load(f, how, text, len, skip, &got, &gerr, &log);
+		if (ret != expect)
+			print_message("%s\n", gerr.msg);
+		assert_int_equal(ret, expect);
+		if (expect)
+			assert_string_equal(gerr.msg, werr.msg);
+		assert_int_equal(got.applied, want.applied);
+		assert_int_equal(got.skipped, want.skipped);
+		after = fib_dump(f);
+		assert_string_equal(after, expect ? before : wdump);
+		free(after);
+		assert_int_equal(fib_check(f, &gerr), 0);
+		/* Applied, rolled back or not, then rebalanced: bulk mode has ended. */
+		assert_non_null(strstr(log.text, "rebalancing 1/1\n"));
+		if (!expect) {
+			fib_table_flush(f, 0, AF_UNSPEC);
+			apply_ok(f, load_base);
+		}
+	}
+	free(wdump);
+	free(before);
+	free(text);
+}
+
+static void test_routefile_load_applies_as_a_read_then_an_apply(void **state)
+{
+	apply_ok(*state, load_base);
+	load_as_read_then_apply(*state, "", false, 0);
+	load_as_read_then_apply(*state, "route add 10.9.0.0/16 via 192.0.2.9 dev lo", false, 0);
+}
+
+/* A bad line the parser finds while routes go in: all of them come out again. */
+static void test_routefile_load_undoes_the_routes_on_a_late_bad_line(void **state)
+{
+	apply_ok(*state, load_base);
+	load_as_read_then_apply(*state, "bad\n", false, -EINVAL);
+	load_as_read_then_apply(*state, "10.0.0.0/8 via\n10.1.0.0/16\nbad two\n", false, -EINVAL);
+	/* An add that fails (load_base again), then a bad line: the bad line is what is said. */
+	load_as_read_then_apply(*state, "route add 192.0.2.0/24 via 198.51.100.1 dev lo\nbad\n",
+				false, -EINVAL);
+	/* The add that fails alone. */
+	load_as_read_then_apply(*state, load_base, false, -EEXIST);
+	/* With skip_bad_lines: read first, then applied, each bad line skipped. */
+	load_as_read_then_apply(*state, "route add 192.0.2.0/24 via 198.51.100.1 dev lo\nbad\n",
+				true, 0);
+	/* A bad line 100 before the first batch: the applier takes none of the 99 before it. */
+	{
+		struct progress_log log = { "", 0 };
+		struct routefile_result res;
+		struct errbuf err;
+		size_t len;
+		char *text = load_text("", &len), *line = text;
+
+		for (int i = 1; i < 100; i++)
+			line = strchr(line, '\n') + 1;
+		memcpy(line, "bad", 3);
+		assert_int_equal(load(*state, LOAD_FD, text, len, false, &res, &err, &log), -EINVAL);
+		assert_non_null(strstr(err.msg, "t.routes:100:1: expected a prefix, got 'bad"));
+		assert_string_equal(log.text, "applying 0/99\nrolling-back 0/0\nrolling-back 0/0\n");
+		free(text);
+	}
 }
 
 static void test_routefile_family_option_constrains_prefixes(void **state)
@@ -1498,6 +1685,8 @@ int main(void)
 		T(test_routefile_feeding_in_pieces_changes_nothing),
 		T(test_routefile_overlong_lines_are_bad_lines_however_fed),
 		T(test_routefile_read_file_reads_and_names_missing_files),
+		T(test_routefile_load_applies_as_a_read_then_an_apply),
+		T(test_routefile_load_undoes_the_routes_on_a_late_bad_line),
 		T(test_routefile_family_option_constrains_prefixes),
 		T(test_routefile_open_refuses_what_is_not_a_regular_file),
 		T(test_routefile_max_size_bounds_a_file_and_a_feed),

@@ -88,7 +88,7 @@ load_phase() { value "$1" /lcfib:lcfib/state/ingest/load/phase 2>/dev/null; }
 is_applying() { [ "$(load_phase "$1")" = applying ]; }
 no_load() { [ -z "$(load_phase "$1")" ]; }
 
-# wait_applying SOCK: until a load applies its routes (parsing is over).
+# wait_applying SOCK: until a load applies its routes (the rest of the file is still parsed meanwhile).
 wait_applying() { wait_until "the load applies" is_applying "$1"; }
 
 # interruptible CMD... &: CMD with SIGINT at its default (a background job of
@@ -246,6 +246,26 @@ test_sigterm_during_a_long_load_ends_the_daemon_within_a_second()
 	[ "$dt" -lt "$bound" ] ||
 		fail "lcfibd took $dt ms (more than $bound) to exit after SIGTERM in the middle of a load"
 	log_has term 'big.routes.*cancelled' || fail "the log does not say the load was cancelled"
+}
+
+# A bad line at the end of a big file: the routes before it went in while
+# the file was parsed; they come out again, and the load fails with the
+# line's own message: nothing applied, nothing recorded.
+test_a_late_bad_line_undoes_a_load()
+{
+	local s f=$T/late-bad.routes cfg n
+	start_plain_daemon late
+	s=$(d_sock late)
+	cli "$s" route add blackhole 192.0.2.0/24 >/dev/null || fail "a route"
+	cfg=$(ctl "$s" get config)
+	{ cat "$(big_file)" && echo 'route add 10.0.0.0/8 via'; } >"$f" || fail "cannot write $f"
+	n=$(wc -l <"$f")
+	expect_status 1 cli "$s" load "$f"
+	expect_match "$ERR" "$f:$n:[0-9]+: expected" "the bad line's message"
+	expect_eq "$(routes "$s")" 1 "routes after the refused load"
+	expect_eq "$(ctl "$s" get config)" "$cfg" "the config (nothing recorded)"
+	log_has late "load of $f applied nothing: $f:$n:" || fail "the log does not say why"
+	d_stop late
 }
 
 # ctrl_c_cancels NAME INPUT LOAD-ARGS...: Ctrl-C (SIGINT) to lcfibctl, its
@@ -456,6 +476,7 @@ t_run test_a_bad_line_is_quoted_cut_short
 t_run test_what_is_not_a_regular_file_is_refused_at_once
 t_run test_a_file_over_max_route_file_size_is_refused
 t_run test_sigterm_during_a_long_load_ends_the_daemon_within_a_second
+t_run test_a_late_bad_line_undoes_a_load
 t_run test_ctrl_c_cancels_a_load_of_a_file
 t_run test_ctrl_c_cancels_a_streamed_load
 t_run test_a_route_file_edit_with_a_bad_line_fails_and_changes_nothing

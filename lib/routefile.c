@@ -151,7 +151,7 @@ struct routefile {
 
 	struct rf_pipe *pipe;              /* during a load only */
 	const struct nh_path *apply_paths; /* the applier's view of paths */
-	uint64_t apply_total;              /* ops it knows of */
+	uint64_t apply_total;              /* ops in all, as far as it knows (0: not yet) */
 
 	/* The apply's undo journal. */
 	struct rf_undo *journal;
@@ -1849,8 +1849,8 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 	n = pp->published;
 	bad = pp->bad || pp->ret; /* nothing will be applied */
 	rf->apply_paths = pp->paths;
+	rf->apply_total = pp->done ? n : 0; /* for progress: unknown until the parse ends */
 	pthread_mutex_unlock(&pp->lock);
-	rf->apply_total = n;
 	if (bad)
 		return i;
 	return n - i > RF_PIPE_TAKE ? i + RF_PIPE_TAKE : n;

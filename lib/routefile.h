@@ -199,7 +199,9 @@ size_t routefile_mem(const struct routefile *rf);
 
 /*
  * Progress of an apply: @phase is "applying", "rebalancing" or
- * "rolling-back"; @done of @total ops (rebalancing: 0 of 1, then 1 of 1).
+ * "rolling-back"; @done of @total ops (rebalancing: 0 of 1, then 1 of 1;
+ * applying during routefile_load_fd(): @total is 0 until the whole file
+ * is parsed).
  * Runs on the writer thread, between edits: it must not edit the FIB.
  */
 typedef void routefile_progress_fn(void *ctx, const char *phase, uint64_t done, uint64_t total);

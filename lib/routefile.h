@@ -252,8 +252,9 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
  * and the journal are mapped for the most routes the file's size can
  * hold, backed only as they fill; a file that grows past that while it
  * is read fails ("grew while it was read"). With skip_bad_lines, an
- * @rf already fed, an @fd that is not a regular file, or when the thread
- * cannot start, it reads first, then applies. @fd stays open.
+ * @rf already fed, an @fd that is not a regular file, or when the
+ * mappings or the thread cannot be made, it reads first, then applies.
+ * @fd stays open.
  */
 int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_progress_fn *progress,
 		      void *ctx, struct routefile_result *res, struct errbuf *err);

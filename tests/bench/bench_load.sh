@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loads the full BGP table end to end through lcfibctl into a fresh lcfibd,
 # and the same routes with `ip -batch` into the kernel of a new network
-# namespace, in one run: wall time, routes/s, and the daemon's peak RSS.
+# namespace, in one run: wall time (the best and the median lcfibctl load),
+# routes/s, and the daemon's peak RSS.
 # Both read one file of `route add blackhole PREFIX` lines (the kernel needs
 # no device for a blackhole route, so neither side resolves nexthops).
 # Usage: tests/bench/bench_load.sh [BUILDDIR] [RUNS] [KERNEL_RUNS]   (root, for unshare -n)
@@ -33,7 +34,7 @@ stop_daemon() {
 }
 peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$(cat "$tmp/pid")/status"; }
 
-echo "# bench_load: $n routes, best of $runs lcfibctl loads and $kruns ip -batch, $(nproc) cpus, $(uname -r)"
+echo "# bench_load: $n routes, best and median of $runs lcfibctl loads and $kruns ip -batch, $(nproc) cpus, $(uname -r)"
 printf '%-34s %8s %12s %10s\n' what seconds routes/s peak-MiB
 best() { sort -n | head -1; }
 for how in file stdin; do
@@ -55,6 +56,9 @@ for how in file stdin; do
 	done
 	read -r t rss < <(printf '%s\n' "${times[@]}" | sort -n | head -1)
 	printf '%-34s %8.3f %12.0f %10s\n' "lcfibctl load ($how), best of $runs" "$t" "$(echo "$n / $t" | bc -l)" "$rss"
+	# The median too: on a noisy machine the best run alone flatters.
+	med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	printf '%-34s %8.3f %12.0f\n' "lcfibctl load ($how), median" "$med" "$(echo "$n / $med" | bc -l)"
 	eval "lcfib_$how=$t"
 done
 if [ "$kruns" -eq 0 ]; then

@@ -1187,8 +1187,12 @@ int routefile_bad_line(const struct routefile *rf, uint64_t i, uint64_t *line, u
 	return 0;
 }
 
-/* A load's parser: what it parsed so far is the applier's to take. */
-static void rf_pipe_publish(struct routefile *rf)
+/*
+ * A load's parser: what it parsed so far is the applier's to take; @done,
+ * the parse ended with @ret and @err (in the same step, so the applier
+ * never sees the end before the last ops).
+ */
+static void rf_pipe_publish(struct routefile *rf, bool done, int ret, const struct errbuf *err)
 {
 	struct rf_pipe *pp = rf->pipe;
 
@@ -1196,6 +1200,11 @@ static void rf_pipe_publish(struct routefile *rf)
 	pp->published = rf->n_ops;
 	pp->paths = rf->paths;
 	pp->bad = rf->n_bad > 0;
+	if (done) {
+		pp->ret = ret;
+		pp->err = *err;
+		pp->done = true;
+	}
 	pthread_cond_signal(&pp->more);
 	pthread_mutex_unlock(&pp->lock);
 }
@@ -1210,8 +1219,9 @@ static int rf_bad_add(struct routefile *rf, uint64_t line, unsigned int col, con
 	struct rf_bad *b;
 	char *m;
 
+	/* A load's applier stops at once: nothing will be applied. */
 	if (rf->n_bad++ == 0 && rf->pipe)
-		rf_pipe_publish(rf); /* the applier stops: nothing will be applied */
+		rf_pipe_publish(rf, false, 0, NULL);
 	if (rf->bad_kept == ROUTEFILE_BAD_KEEP)
 		return 0;
 	b = rf_grow(rf->bad, &rf->cap_bad, rf->bad_kept + 1, sizeof(*rf->bad), 64);
@@ -1305,7 +1315,7 @@ static struct nh_path *rf_paths_grow(struct routefile *rf, uint64_t *cap, uint64
 			return NULL;
 		pp->old = old;
 	}
-	np = rf_grow(NULL, &n, need > 2 * *cap ? need : 2 * *cap, sizeof(*np), 64);
+	np = rf_grow(NULL, &n, need, sizeof(*np), *cap ? 2 * *cap : 64);
 	if (!np)
 		return NULL;
 	if (rf->n_paths)
@@ -1385,7 +1395,7 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 	}
 	rf->ops[rf->n_ops++] = *op;
 	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0)
-		rf_pipe_publish(rf);
+		rf_pipe_publish(rf, false, 0, NULL);
 	return 0;
 }
 
@@ -2032,15 +2042,7 @@ static void *rf_pipe_main(void *arg)
 		ret = rf_read_error(rf, routefile_feed(rf, pp->buf, pp->len, true), &err);
 	else
 		ret = routefile_read_fd(rf, pp->fd, &err);
-	pthread_mutex_lock(&pp->lock);
-	pp->published = rf->n_ops;
-	pp->paths = rf->paths;
-	pp->bad = rf->n_bad > 0;
-	pp->ret = ret;
-	pp->err = err;
-	pp->done = true;
-	pthread_cond_signal(&pp->more);
-	pthread_mutex_unlock(&pp->lock);
+	rf_pipe_publish(rf, true, ret, &err);
 	return NULL;
 }
 

@@ -182,10 +182,12 @@ int fib_table_flush(struct fib *f, uint32_t table, int family);
  * Writer. Bulk mode for large loads: between fib_bulk_begin() and
  * fib_bulk_end(), route edits skip the tries' resizing (and a sorted load
  * starts each insert where the last one ended); fib_bulk_end() resizes
- * every table once. Lookups stay correct throughout, only slower, since
- * the tries are deeper until the end. Calls nest (a route file loaded
- * while a feed syncs): bulk mode ends with the last begin's end. Returns
- * nothing; cannot fail.
+ * every table once, or builds anew a trie the load made at least half of
+ * (see docs/LIBRARY.md). Input that comes unsorted is resized as it comes
+ * instead. Lookups stay correct throughout, only slower, since the tries
+ * are deeper until the end. Calls nest (a route file loaded while a feed
+ * syncs): bulk mode ends with the last begin's end. Returns nothing;
+ * cannot fail (without the memory to build anew, it resizes in place).
  */
 void fib_bulk_begin(struct fib *f);
 void fib_bulk_end(struct fib *f);

@@ -160,6 +160,8 @@ static void *mem_huge_alloc(size_t size)
 
 #if MEM_SLAB_LIMIT
 static void mem_slab_free(struct mem *m, void *p, size_t size);
+static void mem_slab_push(struct mem_slab *s, struct mem_free_obj *first,
+			  struct mem_free_obj *last);
 
 /* The block holding @p, which must be in one: a binary search by base. */
 static struct mem_block *mem_block_of(struct mem *m, const void *p)
@@ -323,21 +325,77 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 	free(p);
 }
 
-#if MEM_SLAB_LIMIT
-static void mem_slab_free(struct mem *m, void *p, size_t size)
+void mem_free_many(struct mem *m, const struct mem_obj *v, size_t n)
 {
-	struct mem_slab *s = &m->slab[size / MEM_GRAIN - 1];
-	struct mem_free_obj *o = p;
+	uint64_t objects[MEM_CLASS_MAX] = { 0 }, bytes[MEM_CLASS_MAX] = { 0 };
+#if MEM_SLAB_LIMIT
+	/* Each size's objects are linked here, then pushed in one go. */
+	struct mem_free_obj *head[MEM_NR_SIZES], *tail[MEM_NR_SIZES];
+	uint16_t used[MEM_NR_SIZES];
+	unsigned int n_used = 0;
+	uint64_t slab = 0;
+
+	memset(head, 0, sizeof(head));
+#endif
+	for (size_t i = 0; i < n; i++) {
+		size_t size = mem_round(v[i].size ? v[i].size : 1);
+
+		/* Retired objects are cold by the time they are freed. */
+		if (i + 8 < n)
+			__builtin_prefetch(v[i + 8].p, 1);
+		objects[v[i].cls]++;
+		bytes[v[i].cls] += size;
+#if MEM_SLAB_LIMIT
+		if (size <= MEM_SLAB_LIMIT) {
+			unsigned int k = (unsigned int)(size / MEM_GRAIN - 1);
+			struct mem_free_obj *o = v[i].p;
+
+			if (!head[k]) {
+				tail[k] = o;
+				used[n_used++] = (uint16_t)k;
+			}
+			o->next = head[k];
+			head[k] = o;
+			slab += size;
+			continue;
+		}
+#endif
+		free(v[i].p);
+	}
+	for (unsigned int c = 0; c < MEM_CLASS_MAX; c++) {
+		if (objects[c]) {
+			uatomic_add(&m->f.objects[c], objects[c]);
+			uatomic_add(&m->f.bytes[c], bytes[c]);
+		}
+	}
+#if MEM_SLAB_LIMIT
+	for (unsigned int u = 0; u < n_used; u++)
+		mem_slab_push(&m->slab[used[u]], head[used[u]], tail[used[u]]);
+	if (slab)
+		uatomic_add(&m->f.slab_bytes, slab);
+#endif
+}
+
+#if MEM_SLAB_LIMIT
+/* Pushes the linked objects @first .. @last on the shared free list of @s. */
+static void mem_slab_push(struct mem_slab *s, struct mem_free_obj *first, struct mem_free_obj *last)
+{
 	struct mem_free_obj *head = uatomic_read(&s->remote), *seen;
 
 	/* Push only; the writer takes the whole list at once, so there is no ABA. */
 	for (;;) {
-		o->next = head;
-		seen = uatomic_cmpxchg(&s->remote, head, o); /* a full barrier: o->next first */
+		last->next = head;
+		seen = uatomic_cmpxchg(&s->remote, head,
+				       first); /* a full barrier: last->next first */
 		if (seen == head)
 			break;
 		head = seen;
 	}
+}
+
+static void mem_slab_free(struct mem *m, void *p, size_t size)
+{
+	mem_slab_push(&m->slab[size / MEM_GRAIN - 1], p, p);
 	uatomic_add(&m->f.slab_bytes, size);
 }
 

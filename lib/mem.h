@@ -36,6 +36,20 @@ void *mem_alloc(struct mem *m, enum mem_class c, size_t size);
 /* Any thread. @size must be the size passed to mem_alloc(). */
 void mem_free(struct mem *m, enum mem_class c, void *p, size_t size);
 
+/* An object to free: what mem_free() takes. */
+struct mem_obj {
+	void *p;
+	uint32_t size;
+	uint32_t cls; /* enum mem_class */
+};
+
+/*
+ * Any thread. mem_free() of each of @n objects, with the shared counters
+ * and each size's free list updated once per call rather than once per
+ * object (the reclaimer frees a million retired nodes after a full load).
+ */
+void mem_free_many(struct mem *m, const struct mem_obj *v, size_t n);
+
 /*
  * Writer. Gives back every slab chunk whose objects are all free (only
  * objects past their grace period are on the free lists, so no reader can

@@ -15,20 +15,15 @@
 /*
  * Retired objects are recorded in batches outside the objects themselves,
  * so nothing in the trie pays for an rcu_head: 16 bytes of bookkeeping
- * exist only while an object waits for its grace period.
+ * exist only while an object waits for its grace period (a struct
+ * mem_obj each, what mem_free_many() takes).
  */
-struct reclaim_item {
-	void *p;
-	uint32_t size;
-	uint32_t cls;
-};
-
 #define RECLAIM_BATCH_ITEMS 1023 /* a batch is 16 KiB */
 
 struct reclaim_batch {
 	struct reclaim_batch *next;
 	uint32_t n;
-	struct reclaim_item item[RECLAIM_BATCH_ITEMS];
+	struct mem_obj item[RECLAIM_BATCH_ITEMS];
 };
 
 /*
@@ -57,7 +52,7 @@ struct reclaim {
 	unsigned int inflight; /* lists taken and not yet freed, by any thread */
 
 	/* Writer only. */
-	struct reclaim_item stage[RECLAIM_STAGE_ITEMS];
+	struct mem_obj stage[RECLAIM_STAGE_ITEMS];
 	unsigned int n_stage;
 	bool flush;            /* take the open list now */
 	bool stop;
@@ -92,10 +87,9 @@ static void reclaim_free_batches(struct reclaim *r, struct reclaim_batch *b)
 
 	for (; b; b = next) {
 		next = b->next;
-		for (uint32_t i = 0; i < b->n; i++) {
-			mem_free(r->mem, b->item[i].cls, b->item[i].p, b->item[i].size);
+		for (uint32_t i = 0; i < b->n; i++)
 			bytes += b->item[i].size;
-		}
+		mem_free_many(r->mem, b->item, b->n);
 		mem_free(r->mem, MEM_RECLAIM, b, sizeof(*b));
 	}
 	reclaim_count_freed(r, bytes);
@@ -122,10 +116,9 @@ static void reclaim_free_stage(struct reclaim *r)
 {
 	uint64_t bytes = 0;
 
-	for (unsigned int i = 0; i < r->n_stage; i++) {
-		mem_free(r->mem, r->stage[i].cls, r->stage[i].p, r->stage[i].size);
+	for (unsigned int i = 0; i < r->n_stage; i++)
 		bytes += r->stage[i].size;
-	}
+	mem_free_many(r->mem, r->stage, r->n_stage);
 	r->n_stage = 0;
 	reclaim_count_freed(r, bytes);
 }
@@ -299,7 +292,7 @@ void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 	struct reclaim_batch *b;
 	bool over, was_empty;
 
-	r->stage[r->n_stage++] = (struct reclaim_item){ .p = p, .size = (uint32_t)size, .cls = c };
+	r->stage[r->n_stage++] = (struct mem_obj){ .p = p, .size = (uint32_t)size, .cls = c };
 	reclaim_note_retired(r, size);
 	over = reclaim_pending(r) >= sync_mem;
 	if (!over && r->n_stage < RECLAIM_STAGE_ITEMS && size < RECLAIM_STAGE_BIG)

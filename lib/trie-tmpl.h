@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <urcu/pointer.h>
 #include <urcu/system.h>
@@ -119,6 +120,12 @@ struct TRIE {
 	bool deferred;
 	bool top_down; /* trie*_set_bulk() resizes parents first: no eager child resizes */
 	struct tnode *finger;
+	uint64_t
+		bulk_leaves; /* leaves its lazy inserts made since bulk mode began: see rebuild() */
+	/* Bulk mode's order so far: see BULK_UNSORTED_MIN. */
+	bool eager;
+	TKEY bulk_last;
+	uint64_t bulk_inserts, bulk_descents;
 };
 
 /*
@@ -157,6 +164,17 @@ struct TRIE {
  * faster in 4 of 5 paired rounds, sorted ones the same (4 was no better).
  */
 #define BULK_WALK_MAX 6
+/*
+ * Bulk mode on unsorted input: once this many of its inserts came below
+ * the one before, and at least a quarter of them did (a shuffled table:
+ * half), the rest of the load resizes as it goes, as outside bulk mode
+ * (the trie is "eager"). Leaving the resize to the end pays where the
+ * finger saves the walk, on sorted input; on shuffled input the one-bit
+ * nodes left behind are walked through by later inserts and inflated
+ * anyway, and bulk mode was slower than one route at a time. Sorted input
+ * goes down only where a run begins anew (a second file, say).
+ */
+#define BULK_UNSORTED_MIN 1024
 /*
  * Whether a lookup that found nothing on its descent backtracks from where
  * the descent ended (the key still inside that node), or walks again from
@@ -897,22 +915,225 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
 		collapse(t, tn);
 }
 
-void TN(set_bulk)(struct TRIE *t, bool on)
+/*
+ * The end of a bulk load that made at least half of the trie's leaves
+ * (REBUILD_SHARE): the trie is built anew from its leaves instead of
+ * resized in place. Resizing the bulk-built trie, binary where the load
+ * was sorted, inflates each node a bit at a time from one bit to its
+ * final size, and every step makes new nodes and retires the old ones
+ * (67 MB retired for a full view's 21 MB of internal nodes); the build
+ * makes each final node once. It gives the nodes the resize gives them:
+ * inflating a node of b bits splits its full children in two, so the
+ * node's used children (nonempty plus full) are the leaves' distinct
+ * values of b + 1 bits, and a node inflates while those pass the
+ * threshold (no such node then halves: see should_halve()).
+ *
+ * The leaves stay where they are (they have no parent pointer); the new
+ * internal nodes are made and filled unseen by readers, published at the
+ * root in one store, and the old ones retired after it. Lookups meanwhile
+ * walk the old trie, untouched. Without the memory for it (the leaves'
+ * slots and keys and the old nodes' slots, 14 bytes a leaf and 8 a node
+ * for IPv4, or any new node), the trie is resized in place as before.
+ */
+#define REBUILD_SHARE 2 /* rebuild when bulk_leaves * 2 >= leaves */
+
+struct rebuild {
+	struct TRIE *t;
+	size_t n;            /* leaves */
+	size_t n_old;        /* the old internal nodes: nr_tnodes */
+	uintptr_t *slot;     /* the leaves' slots, in key order */
+	TKEY *key;           /* their keys */
+	uint8_t *slen;       /* their slens */
+	uint8_t *diff;       /* diff[i]: the highest bit where key[i] and key[i + 1] differ */
+	uintptr_t *old;      /* the old internal nodes' slots, to retire */
+	size_t n_leaf, n_tn; /* collected so far */
+};
+
+/*
+ * Collects the leaves under @tn (slot @s) in key order, their slens (the
+ * slen copies of their parents: a leaf's is exact), and the internal
+ * nodes; false if there are more than the counts say.
+ */
+static bool rebuild_collect(struct rebuild *rb, uintptr_t s)
+{
+	const struct tnode *tn = node_tnode(slot_node(s));
+	unsigned long len = child_length(&tn->n);
+
+	if (rb->n_tn == rb->n_old)
+		return false;
+	rb->old[rb->n_tn++] = s;
+	for (unsigned long i = 0; i < len; i++) {
+		uintptr_t c = slot_writer(tn->child[i]);
+
+		if (!c)
+			continue;
+		if (slot_bits(c)) {
+			/* The next sibling is read after this child's subtree: start it now. */
+			for (unsigned long j = i + 1; j < len; j++) {
+				if (slot_bits(tn->child[j])) {
+					__builtin_prefetch(slot_node(tn->child[j]));
+					break;
+				}
+			}
+			if (!rebuild_collect(rb, c))
+				return false;
+			continue;
+		}
+		if (rb->n_leaf == rb->n)
+			return false;
+		rb->slen[rb->n_leaf] = child_slen(tn)[i];
+		rb->slot[rb->n_leaf++] = c;
+	}
+	return true;
+}
+
+/* Frees @tn and the internal nodes under it, none ever published (all new). */
+static void rebuild_free(struct TRIE *t, struct tnode *tn)
+{
+	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+		uintptr_t s = slot_writer(tn->child[i]);
+
+		if (slot_bits(s))
+			rebuild_free(t, node_tnode(slot_node(s)));
+	}
+	node_free_unpublished(t, &tn->n);
+}
+
+/*
+ * The node over leaves [lo, hi) (two or more) under @tp, and the nodes
+ * under it, or NULL when out of memory (nothing made is left).
+ */
+static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t lo, size_t hi)
+{
+	unsigned int top = key_fls(rb->key[lo] ^ rb->key[hi - 1]), bits = 1, pos;
+	unsigned long threshold = tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT;
+	/* below[k]: neighbours whose first difference is k bits below top */
+	unsigned long below[TRIE_MAX_BITS + 1] = { 0 };
+	struct tnode *tn;
+
+	for (size_t i = lo; i + 1 < hi; i++)
+		if (top - rb->diff[i] <= TRIE_MAX_BITS)
+			below[top - rb->diff[i]]++;
+	/* The distinct values of the leaves' bits [top - bits, top + 1): used if it inflated. */
+	for (unsigned long distinct = 1 + below[0];; bits++) {
+		unsigned long used = distinct + below[bits];
+
+		if (!(used > 1 && top + 1 > bits && bits < TRIE_MAX_BITS &&
+		      50 * used >= (threshold << bits)))
+			break;
+		distinct = used;
+	}
+	pos = top + 1 - bits;
+	tn = tnode_new(rb->t, rb->key[lo], pos, bits);
+	if (!tn)
+		return NULL;
+	tn->parent = tp;
+	for (size_t a = lo, c; a < hi; a = c) {
+		unsigned long j = get_index(rb->key[a], &tn->n);
+		struct tnode *in;
+
+		for (c = a + 1; c < hi && rb->diff[c - 1] < pos; c++)
+			;
+		if (c - a == 1) {
+			put_slot(tn, j, rb->slot[a], rb->slen[a]);
+			continue;
+		}
+		in = rebuild_node(rb, tn, a, c);
+		if (!in) {
+			rebuild_free(rb->t, tn);
+			return NULL;
+		}
+		put_child(tn, j, &in->n);
+	}
+	answers_new(tn);
+	return tn;
+}
+
+/* Builds the trie anew from its leaves, as above; false (nothing changed) without the memory. */
+static bool rebuild(struct TRIE *t)
+{
+	struct rebuild rb = { .t = t, .n = t->nr_leaves, .n_old = t->nr_tnodes };
+	size_t per = sizeof(TKEY) + sizeof(uintptr_t) + 2, len;
+	uintptr_t old = t->root;
+	struct tnode *root;
+	void *mem;
+
+	/* No overflow: the leaves and nodes counted take more memory than this. */
+	if (rb.n < 2)
+		return false;
+	/*
+	 * Mapped, not malloc'd: freeing a block this big would raise glibc's
+	 * mmap threshold, and later large nodes would come from its heap.
+	 */
+	len = rb.n * per + rb.n_old * sizeof(uintptr_t);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return false;
+	/* 20 MB for a full view: in small pages, 5,000 faults. */
+	madvise(mem, len, MADV_HUGEPAGE);
+	/* The slots first, then the keys: neither needs more than 8-byte alignment. */
+	_Static_assert(_Alignof(TKEY) <= _Alignof(uintptr_t), "the keys follow the slots");
+	rb.slot = mem;
+	rb.old = rb.slot + rb.n;
+	rb.key = (TKEY *)(rb.old + rb.n_old);
+	rb.slen = (uint8_t *)(rb.key + rb.n);
+	rb.diff = rb.slen + rb.n;
+	if (!rebuild_collect(&rb, old) || rb.n_leaf != rb.n) {
+		munmap(mem, len);
+		return false;
+	}
+	for (size_t i = 0; i < rb.n; i++) {
+		/* The leaves are far apart after a shuffled load: keep a few reads in flight. */
+		if (i + 8 < rb.n)
+			__builtin_prefetch(slot_node(rb.slot[i + 8]));
+		rb.key[i] = slot_node(rb.slot[i])->key;
+		if (i)
+			rb.diff[i - 1] = (uint8_t)key_fls(rb.key[i - 1] ^ rb.key[i]);
+	}
+	root = rebuild_node(&rb, NULL, 0, rb.n);
+	if (root) {
+		put_child_root(t, NULL, root->n.key, &root->n);
+		/* As node_retire(), without reading them: their slots have their sizes. */
+		for (size_t i = 0; i < rb.n_tn; i++) {
+			STAT_ADD(t->nr_tnodes, -1);
+			reclaim_retire(t->rc, slot_node(rb.old[i]),
+				       tnode_size(slot_bits(rb.old[i])), MEM_TNODE);
+		}
+	}
+	munmap(mem, len);
+	return root != NULL;
+}
+
+/* Resizes every node, parents first (bulk mode's end, or its input found unsorted). */
+static void bulk_resize_all(struct TRIE *t)
 {
 	struct node *root = slot_node(t->root);
 
-	t->deferred = on;
-	t->finger = NULL;
-	if (on) {
-		/* Kept in place, they would be set again for every prefix the load adds. */
-		fb_drop(t);
-		return;
-	}
 	if (root && !node_is_leaf(root)) {
 		t->top_down = true;
 		rebalance_subtree(t, node_tnode(root));
 		t->top_down = false;
 	}
+}
+
+void TN(set_bulk)(struct TRIE *t, bool on)
+{
+	struct node *root = slot_node(t->root);
+	bool eager = t->eager;
+
+	t->deferred = on;
+	t->finger = NULL;
+	t->eager = false;
+	if (on) {
+		/* Kept in place, they would be set again for every prefix the load adds. */
+		fb_drop(t);
+		t->bulk_leaves = t->bulk_inserts = t->bulk_descents = 0;
+		return;
+	}
+	/* An eager load left nothing to resize. */
+	if (!eager && (!root || node_is_leaf(root) ||
+		       t->bulk_leaves * REBUILD_SHARE < t->nr_leaves || !rebuild(t)))
+		bulk_resize_all(t);
 	if (!t->fb)
 		fb_build(t);
 }
@@ -1269,6 +1490,30 @@ static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp
 	return NULL;
 }
 
+/* Bulk mode, and its input sorted so far: resizes wait for its end (see BULK_UNSORTED_MIN). */
+static inline bool bulk_lazy(const struct TRIE *t)
+{
+	return t->deferred && !t->eager;
+}
+
+/*
+ * Bulk mode, after an insert of the new key @key: counts it, and turns
+ * eager if the input is unsorted (returns true then: the trie was resized).
+ */
+static bool bulk_note_order(struct TRIE *t, TKEY key)
+{
+	if (t->bulk_inserts++ && key < t->bulk_last)
+		t->bulk_descents++;
+	t->bulk_last = key;
+	if (t->bulk_descents < BULK_UNSORTED_MIN || 4 * t->bulk_descents < t->bulk_inserts)
+		return false;
+	/* What was left for the end is resized now: the end then has nothing to do. */
+	t->eager = true;
+	t->finger = NULL;
+	bulk_resize_all(t);
+	return true;
+}
+
 /* Publishes the new leaf @l where no leaf of its key exists; @tp and @walk from find_leaf(). */
 static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigned int walk)
 {
@@ -1291,7 +1536,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		unsigned int pos = key_fls(key ^ n->key), bits = 1;
 		struct tnode *tn;
 
-		if (pos && node_is_leaf(n) && !t->deferred) {
+		if (pos && node_is_leaf(n) && !bulk_lazy(t)) {
 			pos--;
 			bits = 2;
 		}
@@ -1313,9 +1558,15 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 	}
 	answers_leaf_changed(t, tp, NULL, l);
 	STAT_ADD(t->nr_leaves, 1);
-	if (t->deferred && walk <= BULK_WALK_MAX) {
-		t->finger = tp;
-		return 0;
+	if (bulk_lazy(t)) {
+		t->bulk_leaves++;
+		/* Turned eager: the whole trie was resized just now. */
+		if (bulk_note_order(t, key))
+			return 0;
+		if (walk <= BULK_WALK_MAX) {
+			t->finger = tp;
+			return 0;
+		}
 	}
 	/* The resize may unlink the finger's nodes. */
 	t->finger = NULL;
@@ -1344,7 +1595,7 @@ static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
 	node_retire(t, &l->n);
 	STAT_ADD(t->nr_leaves, -1);
 	node_pull_suffix(tp, old_slen);
-	if (!t->deferred)
+	if (!bulk_lazy(t))
 		rebalance(t, tp);
 }
 

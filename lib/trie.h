@@ -89,7 +89,9 @@ extern unsigned int trie_batch_min_leaves;
 	/*                                                                                         \
 	 * Writer. Bulk mode on: edits skip resizing and start from the previous                   \
 	 * insert's place, so sorted loads are cheap; readers still get correct                    \
-	 * answers from a deeper trie. Off: the whole trie is resized once.                        \
+	 * answers from a deeper trie; unsorted input is resized as it comes.                      \
+	 * Off: the whole trie is resized once, or built anew from its leaves                      \
+	 * if the load made at least half of them.                                                 \
 	 */                                                                                        \
 	void T##_set_bulk(struct T *t, bool on);                                                   \
 	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \

@@ -12,6 +12,9 @@
  * more specifically than its sentinel, so the right answer never changes;
  * a lookup that needs a short sentinel must backtrack past the churn.
  *
+ * In two runs each wave rises in one bulk load, sorted: its end builds the
+ * trie anew and swaps it in under the readers.
+ *
  * Readers also look up random addresses near the probes and check that
  * whatever comes back is a route some edit made (type, metric, length),
  * which catches reads of freed or half-built nodes in a normal build; the
@@ -75,6 +78,7 @@ struct fam {
 	void (*batch)(const void *t, const u128 *key, const struct fib_route **res, unsigned int n);
 	int (*check)(const void *t, struct errbuf *err);
 	void (*get_stats)(const void *t, struct trie_stats *st);
+	void (*set_bulk)(void *t, bool on);
 	int (*parse)(const char *s, u128 *key);
 	void (*format)(u128 key, char *buf, size_t size);
 };
@@ -118,6 +122,11 @@ static int fam4_check(const void *t, struct errbuf *err)
 static void fam4_get_stats(const void *t, struct trie_stats *st)
 {
 	trie4_get_stats(t, st);
+}
+
+static void fam4_set_bulk(void *t, bool on)
+{
+	trie4_set_bulk(t, on);
 }
 
 static int fam4_parse(const char *s, u128 *key)
@@ -176,6 +185,11 @@ static void fam6_get_stats(const void *t, struct trie_stats *st)
 	trie6_get_stats(t, st);
 }
 
+static void fam6_set_bulk(void *t, bool on)
+{
+	trie6_set_bulk(t, on);
+}
+
 static int fam6_parse(const char *s, u128 *key)
 {
 	struct in6_addr a;
@@ -208,6 +222,7 @@ static const struct fam fam4 = {
 	.batch = fam4_batch,
 	.check = fam4_check,
 	.get_stats = fam4_get_stats,
+	.set_bulk = fam4_set_bulk,
 	.parse = fam4_parse,
 	.format = fam4_format,
 };
@@ -222,6 +237,7 @@ static const struct fam fam6 = {
 	.batch = fam6_batch,
 	.check = fam6_check,
 	.get_stats = fam6_get_stats,
+	.set_bulk = fam6_set_bulk,
 	.parse = fam6_parse,
 	.format = fam6_format,
 };
@@ -503,6 +519,7 @@ struct churn {
 	size_t n, cap;
 	bool draining;
 	uint64_t inserts, deletes, rejected;
+	uint64_t bulk_loads; /* waves risen in bulk mode (churn_bulk_fill()) */
 	unsigned int max_bits;
 };
 
@@ -597,6 +614,54 @@ static void churn_step(struct churn *c)
 	}
 }
 
+struct pick {
+	u128 key;
+	unsigned int plen;
+};
+
+static int pick_cmp(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->plen > y->plen) - (x->plen < y->plen);
+}
+
+/*
+ * A wave's whole rise at once, in bulk mode and in key order, as a route
+ * file loads: the end of such a load builds the trie anew and publishes
+ * it in one store (rebuild() in lib/trie-tmpl.h) while the readers look.
+ * Returns the edits made.
+ */
+static uint64_t churn_bulk_fill(struct churn *c)
+{
+	const struct fam *f = c->r->f;
+	size_t k = c->cap - c->n;
+	struct pick *p = calloc(k, sizeof(*p));
+
+	assert_non_null(p);
+	for (size_t i = 0; i < k; i++)
+		churn_pick(c, &p[i].key, &p[i].plen);
+	qsort(p, k, sizeof(*p), pick_cmp);
+	f->set_bulk(c->r->t, true);
+	for (size_t i = 0; i < k; i++) {
+		struct tdata_edit req = { .metric = 1 + (uint32_t)(i % CHURN_METRIC_MAX) };
+
+		assert_int_equal(f->edit(c->r->t, p[i].key, p[i].plen, tdata_edit_set, &req), 0);
+		c->key[c->n] = p[i].key;
+		c->plen[c->n] = (uint8_t)p[i].plen;
+		c->n++;
+	}
+	f->set_bulk(c->r->t, false);
+	free(p);
+	c->inserts += k;
+	c->bulk_loads++;
+	churn_note_crest(c);
+	c->draining = true;
+	return k;
+}
+
 static void check_trie(const struct run *r)
 {
 	struct errbuf err = { { 0 } };
@@ -626,6 +691,7 @@ struct params {
 	uint64_t ops; /* edits, times LCFIB_STRESS */
 	size_t cap;   /* live churned prefixes at a wave's crest */
 	bool toggle;  /* the writer flips sync-mem between 64K and 64M as it goes */
+	bool bulk;    /* each wave rises in one sorted bulk load (churn_bulk_fill()) */
 };
 
 static void run_concurrency(const struct params *pa)
@@ -694,6 +760,10 @@ static void run_concurrency(const struct params *pa)
 
 	t0 = now_ns();
 	for (uint64_t i = 0; i < ops; i++) {
+		if (pa->bulk && !c.draining) {
+			i += churn_bulk_fill(&c) - 1;
+			continue;
+		}
 		churn_step(&c);
 		if (pa->toggle && i % 5000 == 4999)
 			assert_int_equal(
@@ -720,16 +790,18 @@ static void run_concurrency(const struct params *pa)
 	}
 	reclaim_get_stats(r->rc, &st);
 	print_message(
-		"%s sync-mem %llu%s: %llu edits (%llu in, %llu out) in %.2f s; widest node %u "
-		"bits; readers: %lu lookups, %lu batched, %lu random, %lu failures; "
-		"forced waits %llu (%.1f ms), peak pending %llu\n",
+		"%s sync-mem %llu%s: %llu edits (%llu in, %llu out, %llu bulk loads) in %.2f s; "
+		"widest node %u bits; readers: %lu lookups, %lu batched, %lu random, %lu "
+		"failures; forced waits %llu (%.1f ms), peak pending %llu\n",
 		f->name, (unsigned long long)pa->sync_mem, pa->toggle ? " toggled" : "",
 		(unsigned long long)ops, (unsigned long long)c.inserts,
-		(unsigned long long)c.deletes, (t1 - t0) / 1e9, c.max_bits, lookups, batch, randoms,
-		failures, (unsigned long long)st.forced_waits, st.wait_ns_total / 1e6,
-		(unsigned long long)st.peak_pending);
+		(unsigned long long)c.deletes, (unsigned long long)c.bulk_loads, (t1 - t0) / 1e9,
+		c.max_bits, lookups, batch, randoms, failures, (unsigned long long)st.forced_waits,
+		st.wait_ns_total / 1e6, (unsigned long long)st.peak_pending);
 
 	assert_int_equal(failures, 0);
+	if (pa->bulk)
+		assert_true(c.bulk_loads >= 2);
 	/* Readers ran during the churn, not only before or after it. */
 	assert_true(rounds_at_end > 2 * NR_READERS);
 	assert_true(lookups > 0);
@@ -754,11 +826,13 @@ static void run_concurrency(const struct params *pa)
 	free(r);
 }
 
-static const struct params v4_64k = { &fam4, 64u << 10, 800000, 30000, false };
-static const struct params v4_64m = { &fam4, 64u << 20, 800000, 30000, false };
-static const struct params v4_toggle = { &fam4, 64u << 10, 400000, 30000, true };
-static const struct params v6_64k = { &fam6, 64u << 10, 500000, 20000, false };
-static const struct params v6_64m = { &fam6, 64u << 20, 500000, 20000, false };
+static const struct params v4_64k = { &fam4, 64u << 10, 800000, 30000, false, false };
+static const struct params v4_64m = { &fam4, 64u << 20, 800000, 30000, false, false };
+static const struct params v4_toggle = { &fam4, 64u << 10, 400000, 30000, true, false };
+static const struct params v6_64k = { &fam6, 64u << 10, 500000, 20000, false, false };
+static const struct params v6_64m = { &fam6, 64u << 20, 500000, 20000, false, false };
+static const struct params v4_bulk = { &fam4, 64u << 10, 400000, 30000, false, true };
+static const struct params v6_bulk = { &fam6, 64u << 10, 250000, 20000, false, true };
 
 static void test_concurrency_v4_readers_see_sentinels_sync_mem_64k(void **state)
 {
@@ -790,6 +864,18 @@ static void test_concurrency_v6_readers_see_sentinels_sync_mem_64m(void **state)
 	run_concurrency(&v6_64m);
 }
 
+static void test_concurrency_v4_readers_see_sentinels_through_bulk_loads(void **state)
+{
+	(void)state;
+	run_concurrency(&v4_bulk);
+}
+
+static void test_concurrency_v6_readers_see_sentinels_through_bulk_loads(void **state)
+{
+	(void)state;
+	run_concurrency(&v6_bulk);
+}
+
 /* Stops the readers of a failed test (its run is leaked, not freed under them). */
 static int stop_readers(void **state)
 {
@@ -815,6 +901,8 @@ int main(void)
 		TEST(test_concurrency_v4_readers_see_sentinels_sync_mem_toggled),
 		TEST(test_concurrency_v6_readers_see_sentinels_sync_mem_64k),
 		TEST(test_concurrency_v6_readers_see_sentinels_sync_mem_64m),
+		TEST(test_concurrency_v4_readers_see_sentinels_through_bulk_loads),
+		TEST(test_concurrency_v6_readers_see_sentinels_through_bulk_loads),
 	};
 	const char *s = getenv("LCFIB_STRESS");
 

@@ -3,9 +3,9 @@
  * The allocator's trim (lib/mem.h): chunks whose objects are all free go
  * back to the system (their pages are no longer resident), chunks that
  * hold one live object stay, frees from another thread count, and given
- * back chunks are reused by other sizes without touching live objects.
- * In a malloc-only (sanitizer) build the trim gives nothing back and
- * only counts itself.
+ * back chunks are reused by other sizes without touching live objects;
+ * mem_free_many() frees as mem_free() does. In a malloc-only (sanitizer)
+ * build the trim gives nothing back and only counts itself.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -280,9 +280,97 @@ static void test_mem_trim_gives_nothing_back_without_slabs(void **state)
 }
 #endif
 
+/*
+ * mem_free_many(), the reclaimer's way to free, leaves what mem_free() of
+ * each object would: the same counts, the same free memory (a trim gives
+ * back as much), the kept objects untouched. Mixed classes and sizes, a
+ * large one among them, freed from another thread in batches of 1023.
+ */
+struct many {
+	struct mem *one, *many; /* freed by mem_free(), by mem_free_many() */
+	struct mem_obj *v;      /* the objects of "many" to free */
+	size_t n;
+};
+
+static void *free_many_batches(void *arg)
+{
+	struct many *w = arg;
+
+	for (size_t i = 0; i < w->n; i += 1023)
+		mem_free_many(w->many, w->v + i, w->n - i < 1023 ? w->n - i : 1023);
+	return NULL;
+}
+
+static void test_mem_free_many_frees_as_mem_free_does(void **state)
+{
+	static const struct {
+		enum mem_class cls;
+		uint32_t size;
+	} kind[] = { { MEM_LEAF, 24 }, { MEM_TNODE, 42 }, { MEM_NH, 64 }, { MEM_TNODE, 600 } };
+	const size_t n = 200000;
+	struct many w = { .one = mem_new(), .many = mem_new() };
+	void **a = calloc(n, sizeof(*a)), **b = calloc(n, sizeof(*b));
+	struct mem_stats s1, s2;
+
+	(void)state;
+	w.v = calloc(n, sizeof(*w.v));
+	assert_non_null(w.one);
+	assert_non_null(w.many);
+	assert_true(a && b && w.v);
+	for (size_t i = 0; i < n; i++) {
+		unsigned int k = (unsigned int)(i * 7 % 4);
+
+		a[i] = mem_alloc(w.one, kind[k].cls, kind[k].size);
+		b[i] = mem_alloc(w.many, kind[k].cls, kind[k].size);
+		assert_true(a[i] && b[i]);
+		fill(b[i], kind[k].size / 8 * 8, i);
+	}
+	/* Every object but one in a hundred goes. */
+	for (size_t i = 0; i < n; i++) {
+		unsigned int k = (unsigned int)(i * 7 % 4);
+
+		if (i % 100 == 0)
+			continue;
+		mem_free(w.one, kind[k].cls, a[i], kind[k].size);
+		w.v[w.n++] =
+			(struct mem_obj){ .p = b[i], .size = kind[k].size, .cls = kind[k].cls };
+	}
+	{
+		pthread_t t;
+
+		assert_int_equal(pthread_create(&t, NULL, free_many_batches, &w), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	s1 = stats(w.one);
+	s2 = stats(w.many);
+	for (unsigned int c = 0; c < MEM_CLASS_MAX; c++) {
+		assert_int_equal(s1.cls[c].objects, s2.cls[c].objects);
+		assert_int_equal(s1.cls[c].bytes, s2.cls[c].bytes);
+	}
+	assert_int_equal(s1.live_bytes, s2.live_bytes);
+	assert_int_equal(s1.slab_bytes, s2.slab_bytes);
+	assert_int_equal(s1.slab_free_bytes, s2.slab_free_bytes);
+	assert_int_equal(s1.large_bytes, s2.large_bytes);
+	assert_int_equal(mem_trim(w.one), mem_trim(w.many));
+	for (size_t i = 0; i < n; i += 100) {
+		unsigned int k = (unsigned int)(i * 7 % 4);
+
+		assert_true(holds(b[i], kind[k].size / 8 * 8, i));
+		/* A malloc-only build's mem_destroy() does not know them. */
+		mem_free(w.one, kind[k].cls, a[i], kind[k].size);
+		mem_free(w.many, kind[k].cls, b[i], kind[k].size);
+	}
+	mem_destroy(w.one);
+	mem_destroy(w.many);
+	free(w.v);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mem_free_many_frees_as_mem_free_does),
 #ifndef LCFIB_MEM_MALLOC_ONLY
 		cmocka_unit_test(test_mem_trim_gives_back_wholly_free_chunks_only),
 		cmocka_unit_test(test_mem_trim_chunks_are_reused_by_any_size),

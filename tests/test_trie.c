@@ -1355,9 +1355,10 @@ static void test_trie_lookup_across_skipped_bits(void **state)
 
 /*
  * Bulk mode with unsorted input: inserts that walk deep resize their path
- * at once (BULK_WALK_MAX in lib/trie-tmpl.h), so the trie stays shallow
- * while bulk mode lasts instead of growing a binary trie that every later
- * insert walks down; lookups stay right, and the final rebalance too.
+ * at once (BULK_WALK_MAX in lib/trie-tmpl.h), and once the input shows
+ * itself unsorted every insert does (BULK_UNSORTED_MIN), so the trie stays
+ * shallow while bulk mode lasts instead of growing a binary trie that
+ * every later insert walks down; lookups stay right, and after the end too.
  */
 static void test_trie_unsorted_bulk_load_stays_shallow(void **state)
 {
@@ -1398,6 +1399,137 @@ static void test_trie_unsorted_bulk_load_stays_shallow(void **state)
 	assert_trie_ok(tt);
 	for (unsigned int i = 0; i < 64; i++)
 		expect_lookup(tt, keys[i] | 1, (int)plen, 1 + i % 1000);
+}
+
+/* Orders prefixes by key, then length: the order of a sorted route file. */
+static int live_cmp(const void *a, const void *b)
+{
+	const struct live *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->plen > y->plen) - (x->plen < y->plen);
+}
+
+/* The trie's shape, as its statistics tell it. */
+static void assert_same_shape(const struct trie_stats *a, const struct trie_stats *b)
+{
+	assert_int_equal(a->tnodes, b->tnodes);
+	assert_int_equal(a->leaves, b->leaves);
+	assert_int_equal(a->total_depth, b->total_depth);
+	assert_int_equal(a->null_pointers, b->null_pointers);
+	for (unsigned int i = 0; i <= TRIE_MAX_BITS; i++)
+		assert_int_equal(a->nodes_by_bits[i], b->nodes_by_bits[i]);
+}
+
+/*
+ * The end of a bulk load that made at least half of the trie's leaves
+ * builds the trie anew from them (rebuild() in lib/trie-tmpl.h) instead of
+ * resizing it in place; on unsorted input, bulk mode turns eager and the
+ * end has nothing left to do (BULK_UNSORTED_MIN). A load into a trie that
+ * holds a fifth as much -- sorted, in four sorted runs, or shuffled -- with
+ * several routes a prefix, replaces and deletes among the adds and lookups
+ * between them: the reference's answers during the load and after it, a
+ * sound trie, and one the in-place resize leaves as it is (a bulk mode
+ * with no edits resizes every node: the shape stays); then a small bulk
+ * load on top, which resizes in place.
+ */
+enum bulk_order { BULK_SORTED, BULK_RUNS, BULK_SHUFFLED };
+
+static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed)
+{
+	static const char *const name[] = { "sorted", "in 4 sorted runs", "shuffled" };
+	struct diff d = { .f = f, .tt = &f->tt };
+	const size_t n = 25000;
+	struct live *p = calloc(n, sizeof(*p));
+	struct trie_stats st, again;
+
+	assert_non_null(p);
+	wl_init(&d.w, &f->tt, seed);
+	d.ref = ref_new(f->tt.family);
+	d.keys = ref_new(f->tt.family);
+	for (unsigned int i = 0; i < 5000; i++) {
+		tkey key;
+		unsigned int plen;
+
+		wl_prefix(&d.w, &key, &plen);
+		diff_set(&d, key, plen, 1, (uint32_t)i);
+	}
+	for (size_t i = 0; i < n; i++)
+		wl_prefix(&d.w, &p[i].key, &p[i].plen);
+	for (size_t i = 0; order != BULK_SHUFFLED && i < 4; i++)
+		qsort(p + (order == BULK_RUNS ? i * n / 4 : 0), order == BULK_RUNS ? n / 4 : n,
+		      sizeof(*p), live_cmp);
+	tt_set_bulk(d.tt, true);
+	for (size_t i = 0; i < n; i++, d.op++) {
+		unsigned int r = wl_below(&d.w, 100);
+
+		diff_set(&d, p[i].key, p[i].plen, r < 10 ? 2 + r % 3 : 1, (uint32_t)(i + r));
+		if (r < 3 && d.n_live) {
+			size_t k = wl_below(&d.w, (unsigned int)d.n_live);
+
+			diff_set(&d, d.live[k].key, d.live[k].plen, 0, 0);
+			d.live[k] = d.live[--d.n_live];
+		} else if (r < 6 && d.n_live) {
+			size_t k = wl_below(&d.w, (unsigned int)d.n_live);
+
+			diff_set(&d, d.live[k].key, d.live[k].plen, 1, (uint32_t)~i);
+		}
+		if (r < 20)
+			diff_lookup(&d);
+	}
+	/* Sorted input leaves nodes of one bit for the end; unsorted input had them resized. */
+	tt_stats(d.tt, &st);
+	if (order == BULK_SHUFFLED)
+		assert_true(st.nodes_by_bits[1] * 10 < st.tnodes);
+	else
+		assert_true(st.nodes_by_bits[1] * 2 > st.tnodes);
+	tt_set_bulk(d.tt, false);
+	diff_check_all(&d, 1);
+	for (unsigned int i = 0; i < 20000; i++)
+		diff_lookup(&d);
+	tt_stats(d.tt, &st);
+	tt_set_bulk(d.tt, true);
+	tt_set_bulk(d.tt, false);
+	assert_trie_ok(d.tt);
+	tt_stats(d.tt, &again);
+	assert_same_shape(&st, &again);
+	print_message("  %zu %s in bulk mode on 5000: %llu leaves, %llu internal nodes, "
+		      "average depth %.2f\n",
+		      n, name[order], (unsigned long long)st.leaves,
+		      (unsigned long long)st.tnodes, (double)st.total_depth / (double)st.leaves);
+	/* A small load on top: a tenth of the leaves, resized in place. */
+	tt_set_bulk(d.tt, true);
+	for (unsigned int i = 0; i < 2500; i++, d.op++) {
+		tkey key;
+		unsigned int plen;
+
+		wl_prefix(&d.w, &key, &plen);
+		diff_set(&d, key, plen, 1, (uint32_t)i);
+	}
+	tt_set_bulk(d.tt, false);
+	diff_check_all(&d, 1);
+	for (unsigned int i = 0; i < 20000; i++)
+		diff_lookup(&d);
+	free(p);
+	free(d.live);
+	ref_free(d.keys);
+	ref_free(d.ref);
+}
+
+static void test_trie_bulk_end_rebuilds_sorted_load(void **state)
+{
+	bulk_rebuild(*state, BULK_SORTED, tdata_seed(21));
+}
+
+static void test_trie_bulk_end_rebuilds_load_in_sorted_runs(void **state)
+{
+	bulk_rebuild(*state, BULK_RUNS, tdata_seed(23));
+}
+
+static void test_trie_bulk_turns_eager_on_shuffled_load(void **state)
+{
+	bulk_rebuild(*state, BULK_SHUFFLED, tdata_seed(22));
 }
 
 /* The extremes: the default route, the all-ones host, and the zero host beside the default. */
@@ -1932,6 +2064,9 @@ int main(void)
 		T(test_trie_root_fallbacks_follow_short_prefixes),
 		T(test_trie_empty_children_hold_their_answers),
 		T(test_trie_unsorted_bulk_load_stays_shallow),
+		T(test_trie_bulk_end_rebuilds_sorted_load),
+		T(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
+		T(test_trie_bulk_turns_eager_on_shuffled_load),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
 		T(test_trie_callback_error_leaves_trie_unchanged),
@@ -1950,6 +2085,9 @@ int main(void)
 		T6(test_trie_root_fallbacks_follow_short_prefixes),
 		T6(test_trie_empty_children_hold_their_answers),
 		T6(test_trie_unsorted_bulk_load_stays_shallow),
+		T6(test_trie_bulk_end_rebuilds_sorted_load),
+		T6(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
+		T6(test_trie_bulk_turns_eager_on_shuffled_load),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),
 		T6(test_trie_callback_error_leaves_trie_unchanged),

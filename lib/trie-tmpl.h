@@ -125,7 +125,7 @@ struct TRIE {
 	/* Bulk mode's order so far: see BULK_UNSORTED_MIN. */
 	bool eager;
 	TKEY bulk_last;
-	uint64_t bulk_inserts, bulk_descents;
+	uint64_t bulk_descents;
 };
 
 /*
@@ -1127,7 +1127,7 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 	if (on) {
 		/* Kept in place, they would be set again for every prefix the load adds. */
 		fb_drop(t);
-		t->bulk_leaves = t->bulk_inserts = t->bulk_descents = 0;
+		t->bulk_leaves = t->bulk_descents = 0;
 		return;
 	}
 	/* An eager load left nothing to resize. */
@@ -1497,15 +1497,16 @@ static inline bool bulk_lazy(const struct TRIE *t)
 }
 
 /*
- * Bulk mode, after an insert of the new key @key: counts it, and turns
- * eager if the input is unsorted (returns true then: the trie was resized).
+ * Bulk mode, after the lazy insert of the new key @key (counted in
+ * bulk_leaves): turns eager if the input is unsorted (returns true then:
+ * the trie was resized).
  */
 static bool bulk_note_order(struct TRIE *t, TKEY key)
 {
-	if (t->bulk_inserts++ && key < t->bulk_last)
+	if (t->bulk_leaves > 1 && key < t->bulk_last)
 		t->bulk_descents++;
 	t->bulk_last = key;
-	if (t->bulk_descents < BULK_UNSORTED_MIN || 4 * t->bulk_descents < t->bulk_inserts)
+	if (t->bulk_descents < BULK_UNSORTED_MIN || 4 * t->bulk_descents < t->bulk_leaves)
 		return false;
 	/* What was left for the end is resized now: the end then has nothing to do. */
 	t->eager = true;

@@ -176,6 +176,17 @@ struct TRIE {
  */
 #define BULK_UNSORTED_MIN 1024
 /*
+ * Bulk mode, a load that will be rebuilt at its end: the bits of the node
+ * that joins a new key to the trie (see leaf_insert()). A sorted full view
+ * then builds 299,392 nodes (21.6 MB) for its end to retire, not 901,898
+ * nodes of 1 bit (41.9 MB, a binary trie), and walks fewer levels from the
+ * finger; the trie built at the end is the same. 3 was as fast, 5 and 6
+ * slower (docs/BENCHMARKS.md, issue 9's ninth round).
+ */
+#ifndef BULK_NODE_BITS
+#define BULK_NODE_BITS 4
+#endif
+/*
  * Whether a lookup that found nothing on its descent backtracks from where
  * the descent ended (the key still inside that node), or walks again from
  * the root as the kernel does: see TN(lookup_rcu)().
@@ -1533,6 +1544,12 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		 * to the system (of 2 bits, they left the chunks of the trie's
 		 * own 2-bit nodes a third free: RSS 1.54x the live bytes after a
 		 * full view loaded in lcfibd, against 1.15x).
+		 *
+		 * A bulk load that made at least half of the leaves, which its
+		 * end builds anew (rebuild()) and whose nodes it retires whole,
+		 * joins them wider: BULK_NODE_BITS bits from the differing one
+		 * up, as many as fit under the parent, so that the sorted keys
+		 * after them find a slot free instead of a node each.
 		 */
 		unsigned int pos = key_fls(key ^ n->key), bits = 1;
 		struct tnode *tn;
@@ -1540,6 +1557,10 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		if (pos && node_is_leaf(n) && !bulk_lazy(t)) {
 			pos--;
 			bits = 2;
+		} else if (bulk_lazy(t) && t->bulk_leaves * REBUILD_SHARE >= t->nr_leaves) {
+			unsigned int top = tp ? tp->n.pos : KEYLEN;
+
+			bits = top - pos < BULK_NODE_BITS ? top - pos : BULK_NODE_BITS;
 		}
 		tn = tnode_new(t, key, pos, bits);
 

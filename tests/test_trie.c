@@ -1427,25 +1427,34 @@ static void assert_same_shape(const struct trie_stats *a, const struct trie_stat
  * builds the trie anew from them (rebuild() in lib/trie-tmpl.h) instead of
  * resizing it in place; on unsorted input, bulk mode turns eager and the
  * end has nothing left to do (BULK_UNSORTED_MIN). A load into a trie that
- * holds a fifth as much -- sorted, in four sorted runs, or shuffled -- with
- * several routes a prefix, replaces and deletes among the adds and lookups
- * between them: the reference's answers during the load and after it, a
- * sound trie, and one the in-place resize leaves as it is (a bulk mode
- * with no edits resizes every node: the shape stays); then a small bulk
- * load on top, which resizes in place.
+ * holds a fifth as much -- sorted, in four sorted runs, or shuffled; or
+ * onto a fiftieth, two fifths sorted and the rest shuffled, so that wide
+ * lazy nodes (BULK_NODE_BITS) are resized in place when the load turns
+ * eager -- with several routes a prefix, replaces and deletes among the
+ * adds and lookups between them: the reference's answers during the load
+ * and after it, a sound trie, and one the in-place resize leaves as it is
+ * (a bulk mode with no edits resizes every node: the shape stays); then a
+ * small bulk load on top, which resizes in place.
  */
-enum bulk_order { BULK_SORTED, BULK_RUNS, BULK_SHUFFLED };
+enum bulk_order { BULK_SORTED, BULK_RUNS, BULK_SHUFFLED, BULK_SORTED_SHUFFLED };
 
 static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed)
 {
-	static const char *const name[] = { "sorted", "in 4 sorted runs", "shuffled" };
+	static const char *const name[] = { "sorted", "in 4 sorted runs", "shuffled",
+					    "sorted, then shuffled" };
 	struct diff d = { .f = f, .tt = &f->tt };
-	/* A fifth of it under ThreadSanitizer, which runs it 30 times slower. */
+	/*
+	 * A fifth of it under ThreadSanitizer, which runs it 30 times slower;
+	 * half for sorted, then shuffled, whose shuffled part must still come
+	 * below the key before BULK_UNSORTED_MIN times to turn eager.
+	 */
 #ifdef TDATA_UNDER_TSAN
-	const size_t n = 5000;
+	const size_t n = order == BULK_SORTED_SHUFFLED ? 12500 : 5000;
 #else
 	const size_t n = 25000;
 #endif
+	/* Sorted, then shuffled: onto a fiftieth, so that the sorted part makes most leaves. */
+	const size_t pre = n / (order == BULK_SORTED_SHUFFLED ? 50 : 5);
 	struct live *p = calloc(n, sizeof(*p));
 	struct trie_stats st, again;
 
@@ -1453,7 +1462,7 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 	wl_init(&d.w, &f->tt, seed);
 	d.ref = ref_new(f->tt.family);
 	d.keys = ref_new(f->tt.family);
-	for (size_t i = 0; i < n / 5; i++) {
+	for (size_t i = 0; i < pre; i++) {
 		tkey key;
 		unsigned int plen;
 
@@ -1465,9 +1474,26 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 	for (size_t i = 0; order != BULK_SHUFFLED && i < 4; i++)
 		qsort(p + (order == BULK_RUNS ? i * n / 4 : 0), order == BULK_RUNS ? n / 4 : n,
 		      sizeof(*p), live_cmp);
+	/*
+	 * Sorted, then shuffled: the sorted two fifths leave wide lazy nodes
+	 * (see BULK_NODE_BITS); the shuffled rest turns the load eager, which
+	 * resizes those in place.
+	 */
+	for (size_t i = n - 1; order == BULK_SORTED_SHUFFLED && i > 2 * n / 5; i--) {
+		size_t j = 2 * n / 5 + wl_below(&d.w, (unsigned int)(i - 2 * n / 5 + 1));
+		struct live x = p[i];
+
+		p[i] = p[j];
+		p[j] = x;
+	}
 	tt_set_bulk(d.tt, true);
 	for (size_t i = 0; i < n; i++, d.op++) {
 		unsigned int r = wl_below(&d.w, 100);
+
+		if (order == BULK_SORTED_SHUFFLED && i == 2 * n / 5) {
+			tt_stats(d.tt, &st);
+			assert_true(st.nodes_by_bits[4] * 10 > st.tnodes);
+		}
 
 		diff_set(&d, p[i].key, p[i].plen, r < 10 ? 2 + r % 3 : 1, (uint32_t)(i + r));
 		if (r < 3 && d.n_live) {
@@ -1490,7 +1516,7 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 	 * load made half the leaves, of up to BULK_NODE_BITS (a fifth or more
 	 * of 1 bit here); unsorted input had them resized (no node of 1 bit).
 	 */
-	if (order == BULK_SHUFFLED)
+	if (order == BULK_SHUFFLED || order == BULK_SORTED_SHUFFLED)
 		assert_true(st.nodes_by_bits[1] * 10 < st.tnodes);
 	else
 		assert_true(st.nodes_by_bits[1] * 5 > st.tnodes);
@@ -1506,7 +1532,7 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 	assert_same_shape(&st, &again);
 	print_message("  %zu %s in bulk mode on %zu: %llu leaves, %llu internal nodes, "
 		      "average depth %.2f\n",
-		      n, name[order], n / 5, (unsigned long long)st.leaves,
+		      n, name[order], pre, (unsigned long long)st.leaves,
 		      (unsigned long long)st.tnodes, (double)st.total_depth / (double)st.leaves);
 	/* A small load on top: a tenth of the leaves, resized in place. */
 	tt_set_bulk(d.tt, true);
@@ -1540,6 +1566,11 @@ static void test_trie_bulk_end_rebuilds_load_in_sorted_runs(void **state)
 static void test_trie_bulk_turns_eager_on_shuffled_load(void **state)
 {
 	bulk_rebuild(*state, BULK_SHUFFLED, tdata_seed(22));
+}
+
+static void test_trie_bulk_turns_eager_after_sorted_start(void **state)
+{
+	bulk_rebuild(*state, BULK_SORTED_SHUFFLED, tdata_seed(24));
 }
 
 /* The extremes: the default route, the all-ones host, and the zero host beside the default. */
@@ -2107,6 +2138,7 @@ int main(void)
 		T(test_trie_bulk_end_rebuilds_sorted_load),
 		T(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
 		T(test_trie_bulk_turns_eager_on_shuffled_load),
+		T(test_trie_bulk_turns_eager_after_sorted_start),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
 		T(test_trie_callback_error_leaves_trie_unchanged),
@@ -2128,6 +2160,7 @@ int main(void)
 		T6(test_trie_bulk_end_rebuilds_sorted_load),
 		T6(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
 		T6(test_trie_bulk_turns_eager_on_shuffled_load),
+		T6(test_trie_bulk_turns_eager_after_sorted_start),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),
 		T6(test_trie_callback_error_leaves_trie_unchanged),

@@ -1509,7 +1509,6 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 		if (r < 20)
 			diff_lookup(&d);
 	}
-	/* Sorted input leaves nodes of one bit for the end; unsorted input had them resized. */
 	tt_stats(d.tt, &st);
 	/*
 	 * Sorted input leaves lazy nodes for the end: of 1 bit, and once the
@@ -1957,10 +1956,10 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 
 	/*
 	 * A load that made fewer (the two hosts onto a and b), resized in place
-	 * at its end, joins with 1 bit, as outside bulk mode before the resize
-	 * (a size the finished trie hardly uses, whose slab chunks then come
-	 * free whole). The first host joins the root at the top bit, where only
-	 * 1 bit fits; the second joins it at the last bit.
+	 * at its end, joins with 1 bit (a size the finished trie hardly uses,
+	 * whose slab chunks then come free whole). The first host joins the
+	 * root at the top bit, where only 1 bit fits; the second joins the
+	 * first at the last bit, where 4 would fit.
 	 */
 	tt_set_bulk(tt, true);
 	set_two_hosts(tt, host, 3, 2);

@@ -34,7 +34,7 @@
 #define RF_READ_CHUNK (4u << 20) /* routefile_read_file()'s read() size */
 #define RF_NONE       UINT32_MAX /* no entry in a side array */
 #define RF_IFCACHE    4          /* interface names a file's parse remembers */
-#define RF_OPS_FIRST  1024       /* ops of a first mapping: 48 KiB, whole pages */
+#define RF_OPS_FIRST  1024       /* ops of a first mapping: 32 KiB, whole pages */
 #define RF_PIPE_BATCH 4096       /* ops a load's parser publishes at a time */
 #define RF_PIPE_TAKE  65536      /* ops its applier takes before it looks again */
 #define RF_STR_(x)    #x
@@ -45,7 +45,7 @@
 #define RF_OP_DEL  0x1 /* a delete, else an add */
 #define RF_OP_NHID 0x2 /* nh is a nexthop object's id, not a path index */
 
-/* One parsed line: 48 bytes, since a whole file's ops are held at once. */
+/* One parsed line, as the parse makes it (the ops array holds it packed: struct rf_rec). */
 struct rf_op {
 	uint8_t addr[16]; /* network order, as struct addr's bytes */
 	uint64_t line;
@@ -56,7 +56,27 @@ struct rf_op {
 	uint32_t col; /* the prefix's column, for an error found when the op applies */
 };
 
-_Static_assert(sizeof(struct rf_op) == 48, "a full table holds a million ops");
+/*
+ * How a whole file's ops are held: 32 bytes each, a million for a full
+ * table, new memory a load's parser writes. The line, the prefix's column
+ * and the table go to the side array of runs: a run of ops on consecutive
+ * lines, the prefix in one column, one table (a route file of one format
+ * is one run, a blank or bad line starts another).
+ */
+struct rf_rec {
+	uint8_t addr[16];
+	uint32_t metric, nh;
+	uint8_t family, plen, type, proto;
+	uint8_t scope, n_paths, flags, kind;
+};
+
+_Static_assert(sizeof(struct rf_rec) == 32, "a full table holds a million ops");
+
+struct rf_run {
+	uint64_t op;   /* its first op */
+	uint64_t line; /* that op's; the next ones' follow */
+	uint32_t col, table;
+};
 
 /*
  * What an applied op changed, kept until the apply ends: the route that
@@ -103,6 +123,7 @@ struct rf_pipe {
 	pthread_mutex_t lock;
 	pthread_cond_t more;
 	uint64_t published;          /* ops the applier may take */
+	uint64_t runs;               /* runs as of @published */
 	const struct nh_path *paths; /* the path array as of @published */
 	bool bad;                    /* a bad line was found: take no more */
 	bool done;                   /* the parse ended, with @ret */
@@ -121,8 +142,10 @@ struct rf_pipe {
 struct routefile {
 	struct routefile_opts opts; /* opts.name is owned */
 
-	struct rf_op *ops;
+	struct rf_rec *ops;
 	uint64_t n_ops, cap_ops;
+	struct rf_run *runs; /* mapped as the ops are: one for each op at most */
+	uint64_t n_runs, cap_runs;
 
 	struct nh_path *paths; /* path sets, each stored once */
 	uint32_t n_paths, cap_paths;
@@ -150,7 +173,15 @@ struct routefile {
 	struct errbuf err;                    /* one line's message */
 
 	struct rf_pipe *pipe;              /* during a load only */
-	const struct nh_path *apply_paths; /* the applier's view of paths */
+	/*
+	 * The applier's view of the arrays, apart from the counts the parser
+	 * writes at every op (a cache line the two threads would share).
+	 */
+	const struct nh_path *apply_paths;
+	const struct rf_rec *apply_ops;
+	const struct rf_run *apply_run;
+	uint64_t apply_runs;
+	uint64_t run_at;                   /* its last run: ops are applied, and undone, in order */
 	uint64_t apply_total;              /* ops in all, as far as it knows (0: not yet) */
 
 	/* The apply's undo journal. */
@@ -1070,22 +1101,39 @@ static int rf_parse_line(struct rf_parser *pp, enum routefile_format format, str
 	return rf_parse_plain(pp, &t, op);
 }
 
-static void rf_op_rcfg(const struct rf_op *op, const struct nh_path *paths, struct fib_rcfg *rc)
+/* @op as the ops array holds it (its line, column and table go to a run). */
+static void rf_rec_pack(const struct rf_op *op, struct rf_rec *rec)
+{
+	memcpy(rec->addr, op->addr, sizeof(rec->addr));
+	rec->metric = op->metric;
+	rec->nh = op->nh;
+	rec->family = op->family;
+	rec->plen = op->plen;
+	rec->type = op->type;
+	rec->proto = op->proto;
+	rec->scope = op->scope;
+	rec->n_paths = op->n_paths;
+	rec->flags = op->flags;
+	rec->kind = op->kind;
+}
+
+static void rf_rec_rcfg(const struct rf_rec *rec, uint32_t table, const struct nh_path *paths,
+			struct fib_rcfg *rc)
 {
 	memset(rc, 0, sizeof(*rc));
-	rc->dst.a.family = op->family;
-	memcpy(rc->dst.a.b, op->addr, sizeof(op->addr));
-	rc->dst.plen = op->plen;
-	rc->table = op->table;
-	rc->type = op->type;
-	rc->proto = op->proto;
-	rc->scope = op->scope;
-	rc->metric = op->metric;
-	rc->flags = op->flags;
-	if (op->kind & RF_OP_NHID) {
-		rc->nh_id = op->nh;
-	} else if (op->n_paths) {
-		rc->n_paths = op->n_paths;
+	rc->dst.a.family = rec->family;
+	memcpy(rc->dst.a.b, rec->addr, sizeof(rec->addr));
+	rc->dst.plen = rec->plen;
+	rc->table = table;
+	rc->type = rec->type;
+	rc->proto = rec->proto;
+	rc->scope = rec->scope;
+	rc->metric = rec->metric;
+	rc->flags = rec->flags;
+	if (rec->kind & RF_OP_NHID) {
+		rc->nh_id = rec->nh;
+	} else if (rec->n_paths) {
+		rc->n_paths = rec->n_paths;
 		rc->paths = paths;
 	}
 }
@@ -1095,6 +1143,7 @@ int routefile_parse_route(const char *line, int family, struct routefile_route *
 {
 	struct rf_parser pp;
 	struct rf_op op;
+	struct rf_rec rec;
 	int ret;
 
 	if (family != AF_UNSPEC && family != AF_INET && family != AF_INET6) {
@@ -1113,7 +1162,8 @@ int routefile_parse_route(const char *line, int family, struct routefile_route *
 		return ret;
 	}
 	out->op = (op.kind & RF_OP_DEL) ? ROUTEFILE_DEL : ROUTEFILE_ADD;
-	rf_op_rcfg(&op, out->paths, &out->rc);
+	rf_rec_pack(&op, &rec);
+	rf_rec_rcfg(&rec, op.table, out->paths, &out->rc);
 	return 0;
 }
 
@@ -1149,6 +1199,7 @@ void routefile_free(struct routefile *rf)
 		return;
 	free((char *)rf->opts.name);
 	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
+	rf_big_free(rf->runs, rf->cap_runs * sizeof(*rf->runs));
 	free(rf->paths);
 	free(rf->sets);
 	free(rf->bad);
@@ -1198,6 +1249,7 @@ static void rf_pipe_publish(struct routefile *rf, bool done, int ret, const stru
 
 	pthread_mutex_lock(&pp->lock);
 	pp->published = rf->n_ops;
+	pp->runs = rf->n_runs;
 	pp->paths = rf->paths;
 	pp->bad = rf->n_bad > 0;
 	if (done) {
@@ -1368,9 +1420,35 @@ static int rf_paths_intern(struct routefile *rf, const struct nh_path *p, unsign
 	return 0;
 }
 
+/* Room for one more in the mapped array @arr of @size-byte items (see rf_big_resize()). */
+static int rf_big_grow(void **arr, uint64_t *cap, uint64_t n, size_t size)
+{
+	uint64_t want = *cap ? 2 * *cap : RF_OPS_FIRST;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	if (want > SIZE_MAX / size)
+		return -ENOMEM;
+	p = rf_big_resize(*arr, *cap * size, want * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = want;
+	return 0;
+}
+
+/* Whether @op goes on in the last run (the next line, the same column and table). */
+static bool rf_run_goes_on(const struct routefile *rf, const struct rf_op *op)
+{
+	const struct rf_run *r = rf->n_runs ? &rf->runs[rf->n_runs - 1] : NULL;
+
+	return r && r->col == op->col && r->table == op->table &&
+	       r->line + (rf->n_ops - r->op) == op->line;
+}
+
 static int rf_op_push(struct routefile *rf, struct rf_op *op)
 {
-	struct rf_op *ops;
 	int ret;
 
 	if (op->n_paths && !(op->kind & RF_OP_NHID)) {
@@ -1382,18 +1460,17 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		rf->pipe->full = true; /* mapped for the file's size at the start */
 		return -EOVERFLOW;
 	}
-	if (rf->n_ops == rf->cap_ops) {
-		uint64_t cap = rf->cap_ops ? 2 * rf->cap_ops : RF_OPS_FIRST;
-
-		if (cap > SIZE_MAX / sizeof(*op))
+	if (rf_big_grow((void **)&rf->ops, &rf->cap_ops, rf->n_ops, sizeof(*rf->ops)))
+		return -ENOMEM;
+	if (!rf_run_goes_on(rf, op)) {
+		/* As many runs as ops at most: in a load, mapped as many at the start. */
+		if (rf_big_grow((void **)&rf->runs, &rf->cap_runs, rf->n_runs, sizeof(*rf->runs)))
 			return -ENOMEM;
-		ops = rf_big_resize(rf->ops, rf->cap_ops * sizeof(*op), cap * sizeof(*op));
-		if (!ops)
-			return -ENOMEM;
-		rf->ops = ops;
-		rf->cap_ops = cap;
+		rf->runs[rf->n_runs++] = (struct rf_run){
+			.op = rf->n_ops, .line = op->line, .col = op->col, .table = op->table
+		};
 	}
-	rf->ops[rf->n_ops++] = *op;
+	rf_rec_pack(op, &rf->ops[rf->n_ops++]);
 	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0)
 		rf_pipe_publish(rf, false, 0, NULL);
 	return 0;
@@ -1672,8 +1749,8 @@ size_t routefile_mem(const struct routefile *rf)
 {
 	/* Mapped arrays: what is in use; the rest of their capacity is not backed. */
 	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->n_ops * sizeof(*rf->ops) +
-	       rf->cap_paths * sizeof(*rf->paths) + rf->cap_sets * sizeof(*rf->sets) +
-	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
+	       rf->n_runs * sizeof(*rf->runs) + rf->cap_paths * sizeof(*rf->paths) +
+	       rf->cap_sets * sizeof(*rf->sets) + rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
 	       (rf->carry ? ROUTEFILE_LINE_MAX : 0) +
 	       (rf->journal ? rf->n_ops * sizeof(*rf->journal) : 0) +
 	       rf->cap_removed * sizeof(*rf->removed);
@@ -1688,9 +1765,33 @@ static void rf_progress(routefile_progress_fn *fn, void *ctx, const char *phase,
 		fn(ctx, phase, done, total);
 }
 
-static const struct nh_path *rf_op_paths(const struct routefile *rf, const struct rf_op *op)
+/*
+ * Applier: the run of op @i, which has its column and table, and its line
+ * (the run's first line + @i - the run's first op). Found from the last one
+ * looked at: the apply goes forward, a rollback back.
+ */
+static const struct rf_run *rf_run_of(struct routefile *rf, uint64_t i)
 {
-	return op->n_paths && !(op->kind & RF_OP_NHID) ? rf->apply_paths + op->nh : NULL;
+	const struct rf_run *runs = rf->apply_run;
+	uint64_t k = rf->run_at;
+
+	while (k + 1 < rf->apply_runs && runs[k + 1].op <= i)
+		k++;
+	while (k && runs[k].op > i)
+		k--;
+	if (k != rf->run_at)
+		rf->run_at = k;
+	return &runs[k];
+}
+
+static uint64_t rf_run_line(const struct rf_run *r, uint64_t i)
+{
+	return r->line + (i - r->op);
+}
+
+static const struct nh_path *rf_rec_paths(const struct routefile *rf, const struct rf_rec *rec)
+{
+	return rec->n_paths && !(rec->kind & RF_OP_NHID) ? rf->apply_paths + rec->nh : NULL;
 }
 
 /* Journals what op @i changed; the route it took out goes to the side array. */
@@ -1718,16 +1819,17 @@ static int rf_undo_save(struct routefile *rf, uint64_t i, const struct fib_undo 
 }
 
 /* The fib's undo record of op @i, rebuilt from the op and its journal entry. */
-static void rf_undo_load(const struct routefile *rf, uint64_t i, struct fib_undo *u)
+static void rf_undo_load(struct routefile *rf, uint64_t i, struct fib_undo *u)
 {
-	const struct rf_op *op = &rf->ops[i];
+	const struct rf_rec *rec = &rf->apply_ops[i];
 	const struct rf_undo *j = &rf->journal[i];
+	uint32_t table = rf_run_of(rf, i)->table;
 
 	memset(u, 0, sizeof(*u));
-	u->dst.a.family = op->family;
-	memcpy(u->dst.a.b, op->addr, sizeof(op->addr));
-	u->dst.plen = op->plen;
-	u->table = op->table ? op->table : FIB_TABLE_MAIN;
+	u->dst.a.family = rec->family;
+	memcpy(u->dst.a.b, rec->addr, sizeof(rec->addr));
+	u->dst.plen = rec->plen;
+	u->table = table ? table : FIB_TABLE_MAIN;
 	u->at = j->at;
 	u->has_added = j->has_added;
 	if (j->has_added)
@@ -1737,10 +1839,11 @@ static void rf_undo_load(const struct routefile *rf, uint64_t i, struct fib_undo
 		u->removed = rf->removed[j->removed];
 }
 
-/* Applies op @i, journaled. On error nothing changed and @ferr says why. */
-static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, struct errbuf *ferr)
+/* Applies op @i (of table @table), journaled. On error nothing changed and @ferr says why. */
+static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, uint32_t table,
+		       struct errbuf *ferr)
 {
-	const struct rf_op *op = &rf->ops[i];
+	const struct rf_rec *op = &rf->apply_ops[i];
 	struct rf_undo *j = &rf->journal[i];
 	struct fib_rcfg rc;
 	struct fib_undo u;
@@ -1748,7 +1851,7 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, struct e
 
 	j->has_added = 0;
 	j->removed = RF_NONE;
-	rf_op_rcfg(op, rf_op_paths(rf, op), &rc);
+	rf_rec_rcfg(op, table, rf_rec_paths(rf, op), &rc);
 	if (op->kind & RF_OP_DEL)
 		ret = fib_route_del_undo(f, &rc, &u, ferr);
 	else if (!rf->opts.claim || !(ret = rf->opts.claim(rf->opts.claim_ctx, &rc, ferr)))
@@ -1794,7 +1897,7 @@ static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
 			kept++;
 			if (!first) {
 				first = ret;
-				failed_line = rf->ops[k].line;
+				failed_line = rf_run_line(rf_run_of(rf, k), k);
 				err_set(err, "%s", rerr.msg);
 			}
 		}
@@ -1849,8 +1952,11 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 	uint64_t n;
 	bool bad;
 
+	rf->apply_ops = rf->ops; /* in a load, mapped whole at its start */
+	rf->apply_run = rf->runs;
 	if (!pp) {
 		rf->apply_paths = rf->paths;
+		rf->apply_runs = rf->n_runs;
 		return rf->apply_total = rf->n_ops;
 	}
 	pthread_mutex_lock(&pp->lock);
@@ -1859,6 +1965,7 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 	n = pp->published;
 	bad = pp->bad || pp->ret; /* nothing will be applied */
 	rf->apply_paths = pp->paths;
+	rf->apply_runs = pp->runs;
 	rf->apply_total = pp->done ? n : 0; /* for progress: unknown until the parse ends */
 	pthread_mutex_unlock(&pp->lock);
 	if (bad)
@@ -1878,6 +1985,7 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 	uint64_t i, avail = 0;
 
 	for (i = 0;; i++) {
+		const struct rf_run *run;
 		int ret;
 
 		if (i == avail && (avail = rf_avail(rf, i, 1)) == i)
@@ -1887,13 +1995,14 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 			err_set(err, "%s: cancelled", rf->opts.name);
 			return -ECANCELED;
 		}
-		ret = rf_apply_op(rf, f, i, &ferr);
+		run = rf_run_of(rf, i);
+		ret = rf_apply_op(rf, f, i, run->table, &ferr);
 
 		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
-			    rf_bad_add(rf, rf->ops[i].line, rf->ops[i].col, ferr.msg))) {
+			    rf_bad_add(rf, rf_run_line(run, i), run->col, ferr.msg))) {
 			*failed = i;
-			err_set(err, "%s:%" PRIu64 ":%u: %s", rf->opts.name, rf->ops[i].line,
-				rf->ops[i].col, ferr.msg);
+			err_set(err, "%s:%" PRIu64 ":%u: %s", rf->opts.name, rf_run_line(run, i),
+				run->col, ferr.msg);
 			return ret;
 		}
 		if (ret)
@@ -2071,16 +2180,17 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	sigset_t all, old;
 	int ret;
 
-	if (cap > SIZE_MAX / sizeof(*rf->ops))
+	if (cap > SIZE_MAX / sizeof(*rf->runs))
 		return false;
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)
 		return false;
 	rf->ops = rf_big_reserve(cap * sizeof(*rf->ops));
+	rf->runs = rf_big_reserve(cap * sizeof(*rf->runs));
 	rf->journal = rf_big_reserve(cap * sizeof(*rf->journal));
-	if (!rf->ops || !rf->journal)
+	if (!rf->ops || !rf->runs || !rf->journal)
 		goto unmap;
-	rf->cap_ops = rf->cap_journal = cap;
+	rf->cap_ops = rf->cap_runs = rf->cap_journal = cap;
 	pp->fd = fd;
 	pp->buf = buf;
 	pp->len = len;
@@ -2099,10 +2209,12 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 unmap:
 	free(pp);
 	rf_big_free(rf->ops, cap * sizeof(*rf->ops));
+	rf_big_free(rf->runs, cap * sizeof(*rf->runs));
 	rf_big_free(rf->journal, cap * sizeof(*rf->journal));
 	rf->ops = NULL;
+	rf->runs = NULL;
 	rf->journal = NULL;
-	rf->cap_ops = rf->cap_journal = 0;
+	rf->cap_ops = rf->cap_runs = rf->cap_journal = 0;
 	return false;
 }
 

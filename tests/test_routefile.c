@@ -1349,6 +1349,68 @@ static int load(struct fib *f, enum load_how how, const char *text, size_t len, 
 	return ret;
 }
 
+/*
+ * An op's line, column and table are held by runs (consecutive lines, one
+ * column, one table: struct rf_run in lib/routefile.c). Apply errors name
+ * them right across each kind of break -- a comment, a blank line, a
+ * shifted column, another table and back -- in a file read whole, and
+ * loaded through the parser thread, where the error comes after several
+ * published batches and the load rolls back.
+ */
+static void test_routefile_apply_errors_name_line_column_and_table(void **state)
+{
+	static const char text[] = "route add blackhole 10.0.0.0/8\n"
+				   "route add blackhole 10.0.0.0/8\n"
+				   "# a comment\n"
+				   "\n"
+				   "  route add blackhole 10.1.0.0/16\n"
+				   "  route add blackhole 10.1.0.0/16\n"
+				   "route add blackhole 10.2.0.0/16 table 100\n"
+				   "route add blackhole 10.2.0.0/16 table 100\n"
+				   "route add blackhole 10.2.0.0/16\n"
+				   "route add blackhole 10.3.0.0/16\n"
+				   "route add blackhole 10.3.0.0/16\n";
+	struct fib *f = *state;
+	struct routefile *rf = rf_from(text, ROUTEFILE_AUTO, true);
+	struct progress_log log = { "", 0 };
+	struct routefile_result res;
+	struct errbuf err;
+	size_t len = 0, cap = 64 * 10010;
+	char *big = malloc(cap);
+
+	assert_non_null(big);
+	assert_int_equal(routefile_apply(rf, f, NULL, NULL, &res, &err), 0);
+	assert_int_equal(res.applied, 5);
+	assert_int_equal(res.skipped, 4);
+	assert_string_equal(bad_msg(rf, 0),
+			    "t.routes:2:21: 10.0.0.0/8 table 254 metric 0: route exists");
+	assert_string_equal(bad_msg(rf, 1),
+			    "t.routes:6:23: 10.1.0.0/16 table 254 metric 0: route exists");
+	assert_string_equal(bad_msg(rf, 2),
+			    "t.routes:8:21: 10.2.0.0/16 table 100 metric 0: route exists");
+	assert_string_equal(bad_msg(rf, 3),
+			    "t.routes:11:21: 10.3.0.0/16 table 254 metric 0: route exists");
+	routefile_free(rf);
+	fib_table_flush(f, 0, AF_UNSPEC);
+	assert_int_equal(fib_routes(f), 0);
+
+	for (unsigned int i = 0; i < 5000; i++)
+		len += (size_t)snprintf(big + len, cap - len, "route add blackhole 10.%u.%u.0/24\n",
+					i / 256, i % 256);
+	len += (size_t)snprintf(big + len, cap - len, "# a comment\n\n");
+	for (unsigned int i = 0; i < 5000; i++)
+		len += (size_t)snprintf(big + len, cap - len,
+					"  route add blackhole 11.%u.%u.0/24 table 100\n", i / 256,
+					i % 256);
+	len += (size_t)snprintf(big + len, cap - len,
+				"route add blackhole 11.0.0.0/24 table 100\n");
+	assert_int_equal(load(f, LOAD_BUF, big, len, false, &res, &err, &log), -EEXIST);
+	assert_string_equal(err.msg,
+			    "t.routes:10003:21: 11.0.0.0/24 table 100 metric 0: route exists");
+	assert_int_equal(fib_routes(f), 0);
+	free(big);
+}
+
 /* The route every load test's FIB holds before the load. */
 static const char load_base[] = "route add 192.0.2.0/24 via 198.51.100.1 dev lo\n";
 
@@ -1690,6 +1752,7 @@ int main(void)
 		T(test_routefile_auto_format_decides_per_line),
 		T(test_routefile_one_bad_line_applies_nothing),
 		T(test_routefile_skip_bad_lines_applies_the_rest_and_reports_each),
+		T(test_routefile_apply_errors_name_line_column_and_table),
 		T(test_routefile_add_of_existing_route_rolls_back_exactly),
 		T(test_routefile_del_of_missing_route_rolls_back_exactly),
 		T(test_routefile_edits_of_the_rollback_tests_change_the_fib),

@@ -249,8 +249,9 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
  * after routes went in undoes them, last first, as a route that fails to
  * apply does; readers may see those routes meanwhile (a read, then an
  * apply, refuses such a file before any route goes in). The ops array
- * and the journal are mapped for the most routes the file's size can
- * hold, backed only as they fill; a file that grows past that while it
+ * (32 bytes an op), its runs of lines and the journal (24 bytes an op)
+ * are mapped for the most routes the file's size can hold, backed only
+ * as they fill; a file that grows past that while it
  * is read fails ("grew while it was read"). With skip_bad_lines, an
  * @rf already fed, an @fd that is not a regular file, or when the
  * mappings or the thread cannot be made, it reads first, then applies.

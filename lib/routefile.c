@@ -61,7 +61,7 @@ struct rf_op {
  * table, new memory a load's parser writes. The line, the prefix's column
  * and the table go to the side array of runs: a run of ops on consecutive
  * lines, the prefix in one column, one table (a route file of one format
- * is one run, a blank or bad line starts another).
+ * is one run; a blank, comment or bad line starts another).
  */
 struct rf_rec {
 	uint8_t addr[16];

@@ -91,6 +91,9 @@ struct rf_undo {
 };
 
 _Static_assert(sizeof(struct rf_undo) == 24, "the journal costs 24 bytes per op");
+_Static_assert(sizeof(struct rf_rec) >= sizeof(struct rf_run) &&
+		       sizeof(struct rf_rec) >= sizeof(struct rf_undo),
+	       "a load's size check takes the ops as the largest array");
 
 /* A set of paths stored once in rf->paths, found again by its hash. */
 struct rf_pathset {
@@ -2180,7 +2183,8 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	sigset_t all, old;
 	int ret;
 
-	if (cap > SIZE_MAX / sizeof(*rf->runs))
+	/* The ops are the largest of the three arrays. */
+	if (cap > SIZE_MAX / sizeof(*rf->ops))
 		return false;
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)

@@ -948,6 +948,12 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
  */
 #define REBUILD_SHARE 2 /* rebuild when bulk_leaves * 2 >= leaves */
 
+/* Bulk mode: whether its end would build the trie anew, as things stand. */
+static inline bool bulk_rebuilds(const struct TRIE *t)
+{
+	return t->bulk_leaves * REBUILD_SHARE >= t->nr_leaves;
+}
+
 struct rebuild {
 	struct TRIE *t;
 	size_t n;            /* leaves */
@@ -1142,8 +1148,7 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 		return;
 	}
 	/* An eager load left nothing to resize. */
-	if (!eager && (!root || node_is_leaf(root) ||
-		       t->bulk_leaves * REBUILD_SHARE < t->nr_leaves || !rebuild(t)))
+	if (!eager && (!root || node_is_leaf(root) || !bulk_rebuilds(t) || !rebuild(t)))
 		bulk_resize_all(t);
 	if (!t->fb)
 		fb_build(t);
@@ -1557,7 +1562,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		if (pos && node_is_leaf(n) && !bulk_lazy(t)) {
 			pos--;
 			bits = 2;
-		} else if (bulk_lazy(t) && t->bulk_leaves * REBUILD_SHARE >= t->nr_leaves) {
+		} else if (bulk_lazy(t) && bulk_rebuilds(t)) {
 			unsigned int top = tp ? tp->n.pos : KEYLEN;
 
 			bits = top - pos < BULK_NODE_BITS ? top - pos : BULK_NODE_BITS;

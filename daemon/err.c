@@ -52,11 +52,80 @@ static int xpath_name_char(unsigned char c)
 }
 
 /*
+ * The functions a client's XPath may call: XPath 1.0's core library and
+ * YANG's current(). libyang 2.1.30 dies of YANG's deref() on a leaf that
+ * is not a leafref (a NULL dereference: any reader could kill lcfibd) and
+ * leaks 64 bytes at each re-match() whose pattern does not compile (a
+ * reader could grow lcfibd without bound). The other YANG functions
+ * (derived-from(), derived-from-or-self(), enum-value(), bit-is-set()) did
+ * no harm when tried, but this module has no identityref to test, and an
+ * enum or a bit compares by its name: they are refused with the unknown,
+ * rather than trusted. node(), text(), comment() and
+ * processing-instruction() are node tests, not calls.
+ */
+static const char *const xpath_functions[] = {
+	"boolean",
+	"ceiling",
+	"comment",
+	"concat",
+	"contains",
+	"count",
+	"current",
+	"false",
+	"floor",
+	"id",
+	"lang",
+	"last",
+	"local-name",
+	"name",
+	"namespace-uri",
+	"node",
+	"normalize-space",
+	"not",
+	"number",
+	"position",
+	"processing-instruction",
+	"round",
+	"starts-with",
+	"string",
+	"string-length",
+	"substring",
+	"substring-after",
+	"substring-before",
+	"sum",
+	"text",
+	"translate",
+	"true",
+};
+
+/* Whether @name (@len bytes), called as a function, is in xpath_functions. */
+static int xpath_function_ok(const unsigned char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(xpath_functions) / sizeof(xpath_functions[0]); i++)
+		if (strlen(xpath_functions[i]) == len && !memcmp(xpath_functions[i], name, len))
+			return 1;
+	return 0;
+}
+
+/*
+ * The length of the operator name @p begins with, after an operand: libyang
+ * 2.1 takes one by its prefix, whatever follows ("x divy" is x div y).
+ */
+static size_t xpath_operator_len(const unsigned char *p)
+{
+	if (!strncmp((const char *)p, "and", 3) || !strncmp((const char *)p, "div", 3))
+		return 3;
+	return !strncmp((const char *)p, "or", 2) ? 2 : 0;
+}
+
+/*
  * Walks @xpath as XPath 1.0's lexer does, knowing after each token whether
  * an operand just ended: a name there is an operator name, and libyang
  * takes one that begins with "mod" for the operator whatever follows
- * ("x modod 0" is x mod od), so any is refused. Elsewhere a name is a node
- * or function name ("mode", "modules" pass).
+ * ("x modod 0" is x mod od), so any is refused; after "and", "div" or "or"
+ * the rest of the name is a token of its own. Elsewhere a name is a node
+ * or function name ("mode", "modules" pass); one followed by '(' is a call,
+ * refused unless in xpath_functions.
  */
 int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath)
 {
@@ -77,21 +146,35 @@ int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath)
 			while (isdigit(*p) || *p == '.')
 				p++;
 			operand = 1;
-		} else if (operand && (isalpha(*p) || *p == '_' || *p >= 0x80)) {
-			if (!strncmp((const char *)p, "mod", 3)) {
+		} else if (isalpha(*p) || *p == '_' || *p >= 0x80) {
+			const unsigned char *name = p, *q;
+			size_t op = operand ? xpath_operator_len(p) : 0;
+
+			if (operand && !strncmp((const char *)p, "mod", 3)) {
 				lcfibd_err_set(
 					e, "invalid-value", xpath,
 					"the XPath operator 'mod' is not supported (in %.64s%s)",
 					xpath, strlen(xpath) > 64 ? "..." : "");
 				return -1;
 			}
-			/* and, or, div: an operator, an operand follows */
-			while (isalpha(*p))
-				p++;
-			operand = 0;
-		} else if (isalpha(*p) || *p == '_' || *p >= 0x80) {
+			if (op) {
+				/* libyang reads the operator and goes on: "1 divx" is 1 div x */
+				p += op;
+				operand = 0;
+				continue;
+			}
 			while (xpath_name_char(*p))
 				p++;
+			for (q = p; isspace(*q); q++)
+				;
+			if (*q == '(' && !xpath_function_ok(name, (size_t)(p - name))) {
+				lcfibd_err_set(
+					e, "invalid-value", xpath,
+					"the XPath function '%.*s' is not supported (in %.64s%s)",
+					(int)(p - name > 64 ? 64 : p - name), (const char *)name,
+					xpath, strlen(xpath) > 64 ? "..." : "");
+				return -1;
+			}
 			operand = 1;
 		} else if (*p == ')' || *p == ']' || *p == '.') {
 			p++;

@@ -24,9 +24,11 @@ void lcfibd_err_from_ly(struct lcfibd_err *e, const struct ly_ctx *ly, const cha
 /*
  * Whether a client's XPath may go to libyang: 0, or -1 with @e set. libyang
  * 2.1 evaluates `mod` as an integer remainder and dies of SIGFPE on a zero
- * (or NaN) divisor, so `x mod y` in a get would kill lcfibd: "mod" not
- * followed by a letter, outside a literal, is refused outright (no node of
- * the module is named so; "mode" passes).
+ * (or NaN) divisor, so `x mod y` in a get would kill lcfibd: the operator
+ * `mod`, outside a literal, is refused outright (names with "mod" in them,
+ * such as "mode", pass). It dies too of deref() on a node that is not a
+ * leafref, and leaks on re-match() with a bad pattern: a call of any
+ * function but XPath 1.0's own and current() is refused.
  */
 int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath);
 

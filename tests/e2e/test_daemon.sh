@@ -476,6 +476,32 @@ test_an_xpath_with_mod_is_refused_and_the_daemon_lives()
 	expect_status 0 ctl "$s" get state "/lcfib:lcfib/state/routes[. = 'mod']"
 }
 
+# libyang 2.1 dies of deref() on a leaf that is not a leafref, and leaks at
+# each re-match() with a bad pattern: a get or a delete calling any function
+# but XPath 1.0's and current() is refused, also behind an operator read by
+# its prefix ("1 divderef(...)" is 1 div deref(...)); the daemon lives, and
+# the core functions still work.
+test_an_xpath_calling_deref_or_re_match_is_refused_and_the_daemon_lives()
+{
+	local s
+	s=$(d_sock small)
+	expect_status 1 ctl "$s" get state 'deref(/lcfib:lcfib/state/daemon/version)'
+	expect_match "$OUT" "function 'deref' is not supported" "the error of a get"
+	expect_status 1 ctl "$s" get config 'deref (/lcfib:lcfib/log-level)'
+	expect_status 1 ctl "$s" get all '/lcfib:lcfib[1 divderef(log-level)]'
+	expect_match "$OUT" "function 'deref' is not supported" "a call behind div"
+	expect_status 1 ctl "$s" get all '/lcfib:lcfib[1 andderef(log-level)]'
+	expect_status 1 ctl "$s" get state "/lcfib:lcfib/state/daemon[re-match(version, '(')]"
+	expect_match "$OUT" "function 're-match' is not supported" "the error of a re-match"
+	expect_status 1 ctl "$s" edit delete '/lcfib:lcfib/log-level[deref(.)]'
+	expect_match "$OUT" "function 'deref' is not supported" "the error of a delete"
+	kill -0 "$(d_pid small)" || fail "lcfibd is gone"
+	expect_status 0 ctl "$s" get state '/lcfib:lcfib/state/daemon[string-length(version) > 0]'
+	expect_match "$OUT" '"version"' "a get calling string-length()"
+	expect_status 0 ctl "$s" get all "/lcfib:lcfib/state/daemon[contains(version, '.') or true()]"
+	expect_status 0 ctl "$s" get state "/lcfib:lcfib/state/routes[. = 'deref(x)']"
+}
+
 # A 10-line route file, bad at lines 3, 6 and 9, in table 42.
 write_bad_file()
 {
@@ -703,6 +729,7 @@ if d_start small; then
 	t_run test_out_of_range_and_malformed_config_edits_change_nothing
 	t_run test_bad_addresses_in_rpcs_are_refused_with_the_path
 	t_run test_an_xpath_with_mod_is_refused_and_the_daemon_lives
+	t_run test_an_xpath_calling_deref_or_re_match_is_refused_and_the_daemon_lives
 	t_run test_route_file_errors_are_reported_at_file_line_and_nothing_applies
 	t_run test_skip_bad_lines_applies_the_good_lines_and_lists_each_bad_one
 	t_run test_route_file_failing_at_apply_time_rolls_back_everything

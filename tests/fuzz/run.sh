@@ -119,7 +119,9 @@ frame()
 
 # The control socket's seeds: one request of each kind, and a few in a row
 # (config data sent as an rpc: libyang leaked it before ctl.c checked the name;
-# a get with `mod` by zero: libyang 2.1 died of SIGFPE before err.c refused it).
+# a get with `mod` by zero: libyang 2.1 died of SIGFPE before err.c refused it;
+# deref() of a leaf that is no leafref, a NULL dereference in libyang 2.1,
+# and re-match() with a bad pattern, which leaks: refused by err.c too).
 seed_ctl()
 {
 	local d=$tmp/corpus/fuzz_ctl i=0 f
@@ -138,7 +140,9 @@ seed_ctl()
 		"$(frame 2 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
 		"$(frame 3 0 '{"lcfib:lcfib":{"sync-mem":65536}}')" \
 		"$(frame 1 2 /lcfib:lcfib/state/routes)$(frame 3 0 '{"lcfib:routes":{}}')$(frame 1 2 '')" \
-		"$(frame 1 3 'count(/lcfib:lcfib) mod 0')$(frame 1 1 'line mod 4')$(frame 1 1 '1 mod')"; do
+		"$(frame 1 3 'count(/lcfib:lcfib) mod 0')$(frame 1 1 'line mod 4')$(frame 1 1 '1 mod')" \
+		"$(frame 1 2 'deref(/lcfib:lcfib/state/daemon/version)')$(frame 1 1 '/lcfib:lcfib[1 divderef(log-level)]')" \
+		"$(frame 1 2 "/lcfib:lcfib/state/daemon[re-match(version, '(')]")$(frame 2 2 '/lcfib:lcfib/log-level[deref(.)]')"; do
 		# shellcheck disable=SC2059 # the frame is made of escapes for printf
 		printf "$f" >"$d/seed-$((i++))"
 	done
@@ -196,13 +200,18 @@ for t in "${TARGETS[@]}"; do
 	# The input that failed and the target, to replay it: tests/fuzz/fuzz_rtnl FILE.
 	keep=$BUILDDIR/tests/fuzz
 	mkdir -p "$keep" && cp "$tmp/$t" "$keep/"
+	input=
 	for a in "$tmp/$t"-*; do
 		[ -e "$a" ] || continue
 		cp "$a" "$keep/"
 		echo "input kept: $keep/$(basename "$a") (replay: $keep/$t $keep/$(basename "$a"))"
 		od -A d -t x1 "$a" | head -n 20
+		# Its first bytes, control bytes escaped, for a summary that is all one sees of CI.
+		input=$(head -c 96 "$a" | od -An -c | tr -s ' \n' ' ' | cut -c 1-240)
 	done
-	echo "[  FAILED  ] $t (status $status, seed ${seed:-?}; replay the run with FUZZ_SEED=${seed:-?})"
+	# What the sanitizer or libFuzzer said, and the input, in the line CI's summary shows.
+	why=$(grep -m 1 -E '^(SUMMARY: |==[0-9]+== ?ERROR: |.*: check failed: )' "$log" | cut -c 1-160)
+	echo "[  FAILED  ] $t (status $status, seed ${seed:-?}; replay the run with FUZZ_SEED=${seed:-?}${why:+; $why}${input:+; input:$input})"
 done
 echo "[==========] ${#TARGETS[@]} test(s) run."
 echo "[  PASSED  ] $((${#TARGETS[@]} - ${#failed[@]})) test(s)."

@@ -79,18 +79,31 @@ struct rf_run {
 };
 
 /*
- * What an applied op changed, kept until the apply ends: the route that
- * went in (16 bytes) and, rarely (replace, delete), the one that came out,
- * in a side array. The prefix and table are the op's.
+ * What an applied op changed, kept until the apply ends. The prefix and
+ * table are the op's; so are the metric, type, protocol and scope of the
+ * route that went in, when it went in as the op said (an add: nearly
+ * every op), and only its nexthop is kept. The rest goes to a side array
+ * (struct rf_side): the route that came out (replace, delete), and one
+ * that went in otherwise (what a delete left of an IPv6 route's paths).
  */
 struct rf_undo {
-	struct fib_route added;
-	uint32_t removed; /* index in rf->removed, or RF_NONE */
+	struct nh *nh; /* RF_UNDO_ADDED_OP: the route that went in has it */
+	uint32_t side; /* index in rf->side, or RF_NONE */
 	uint8_t at;
-	uint8_t has_added;
+	uint8_t flags; /* RF_UNDO_* */
 };
 
-_Static_assert(sizeof(struct rf_undo) == 24, "the journal costs 24 bytes per op");
+#define RF_UNDO_ADDED_OP   0x01 /* a route went in, the op's but for its nexthop: nh */
+#define RF_UNDO_ADDED_SIDE 0x02 /* a route went in: side's added */
+#define RF_UNDO_REMOVED    0x04 /* a route came out: side's removed */
+
+struct rf_side {
+	struct fib_route added, removed;
+	bool has_removed; /* rf_commit() lets its nexthop go */
+};
+
+_Static_assert(sizeof(struct rf_undo) == 16, "the journal costs 16 bytes per op");
+_Static_assert(sizeof(struct fib_route) == 16, "rf_rec_made() and rf_undo_load() name its fields");
 _Static_assert(sizeof(struct rf_rec) >= sizeof(struct rf_run) &&
 		       sizeof(struct rf_rec) >= sizeof(struct rf_undo),
 	       "a load's size check takes the ops as the largest array");
@@ -190,8 +203,8 @@ struct routefile {
 	/* The apply's undo journal. */
 	struct rf_undo *journal;
 	uint64_t cap_journal;
-	struct fib_route *removed;
-	uint64_t n_removed, cap_removed;
+	struct rf_side *side;
+	uint64_t n_side, cap_side;
 };
 
 /*
@@ -241,6 +254,18 @@ static void rf_big_free(void *p, size_t size)
 		munmap(p, size);
 }
 
+/* The ops and their runs; routefile_routes() still counts them. */
+static void rf_ops_free(struct routefile *rf)
+{
+	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
+	rf_big_free(rf->runs, rf->cap_runs * sizeof(*rf->runs));
+	rf->ops = NULL;
+	rf->runs = NULL;
+	rf->apply_ops = NULL;
+	rf->apply_run = NULL;
+	rf->cap_ops = rf->cap_runs = 0;
+}
+
 /* The undo journal: an entry per op, mapped for the apply's duration. */
 static size_t rf_journal_size(const struct routefile *rf)
 {
@@ -251,10 +276,10 @@ static void rf_journal_free(struct routefile *rf)
 {
 	rf_big_free(rf->journal, rf_journal_size(rf));
 	rf->cap_journal = 0;
-	free(rf->removed);
+	free(rf->side);
 	rf->journal = NULL;
-	rf->removed = NULL;
-	rf->n_removed = rf->cap_removed = 0;
+	rf->side = NULL;
+	rf->n_side = rf->cap_side = 0;
 }
 
 /* ---------------------------------------------------------------- tokens */
@@ -1201,8 +1226,7 @@ void routefile_free(struct routefile *rf)
 	if (!rf)
 		return;
 	free((char *)rf->opts.name);
-	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
-	rf_big_free(rf->runs, rf->cap_runs * sizeof(*rf->runs));
+	rf_ops_free(rf);
 	free(rf->paths);
 	free(rf->sets);
 	free(rf->bad);
@@ -1751,12 +1775,14 @@ int routefile_read_file(struct routefile *rf, const char *path, struct errbuf *e
 size_t routefile_mem(const struct routefile *rf)
 {
 	/* Mapped arrays: what is in use; the rest of their capacity is not backed. */
-	return sizeof(*rf) + strlen(rf->opts.name) + 1 + rf->n_ops * sizeof(*rf->ops) +
-	       rf->n_runs * sizeof(*rf->runs) + rf->cap_paths * sizeof(*rf->paths) +
-	       rf->cap_sets * sizeof(*rf->sets) + rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
+	return sizeof(*rf) + strlen(rf->opts.name) + 1 +
+	       (rf->ops ? rf->n_ops * sizeof(*rf->ops) : 0) +
+	       (rf->runs ? rf->n_runs * sizeof(*rf->runs) : 0) +
+	       rf->cap_paths * sizeof(*rf->paths) + rf->cap_sets * sizeof(*rf->sets) +
+	       rf->cap_bad * sizeof(*rf->bad) + rf->msgs_cap +
 	       (rf->carry ? ROUTEFILE_LINE_MAX : 0) +
 	       (rf->journal ? rf->n_ops * sizeof(*rf->journal) : 0) +
-	       rf->cap_removed * sizeof(*rf->removed);
+	       rf->cap_side * sizeof(*rf->side);
 }
 
 /* ----------------------------------------------------------------- apply */
@@ -1797,27 +1823,45 @@ static const struct nh_path *rf_rec_paths(const struct routefile *rf, const stru
 	return rec->n_paths && !(rec->kind & RF_OP_NHID) ? rf->apply_paths + rec->nh : NULL;
 }
 
-/* Journals what op @i changed; the route it took out goes to the side array. */
+/* Whether @r is the route op @rec makes, but for its nexthop. */
+static bool rf_rec_made(const struct rf_rec *rec, const struct fib_route *r)
+{
+	return r->metric == rec->metric && r->plen == rec->plen && r->type == rec->type &&
+	       r->proto == rec->proto && r->scope == rec->scope;
+}
+
+/* Journals what op @i changed: in its entry when the route that went in is the op's. */
 static int rf_undo_save(struct routefile *rf, uint64_t i, const struct fib_undo *u)
 {
 	struct rf_undo *j = &rf->journal[i];
-	struct fib_route *removed;
+	bool op_made = u->has_added && rf_rec_made(&rf->apply_ops[i], &u->added);
+	struct rf_side *side;
 
-	if (u->has_removed) {
-		if (rf->n_removed == RF_NONE)
+	if (u->has_removed || (u->has_added && !op_made)) {
+		if (rf->n_side == RF_NONE)
 			return -ENOMEM;
-		removed = rf_grow(rf->removed, &rf->cap_removed, rf->n_removed + 1,
-				  sizeof(*removed), 256);
-		if (!removed)
+		side = rf_grow(rf->side, &rf->cap_side, rf->n_side + 1, sizeof(*side), 256);
+		if (!side)
 			return -ENOMEM;
-		rf->removed = removed;
-		rf->removed[rf->n_removed] = u->removed;
-		j->removed = (uint32_t)rf->n_removed++;
+		rf->side = side;
+		side += rf->n_side;
+		memset(side, 0, sizeof(*side));
+		side->has_removed = u->has_removed;
+		if (u->has_removed) {
+			side->removed = u->removed;
+			j->flags |= RF_UNDO_REMOVED;
+		}
+		if (u->has_added && !op_made) {
+			side->added = u->added;
+			j->flags |= RF_UNDO_ADDED_SIDE;
+		}
+		j->side = (uint32_t)rf->n_side++;
 	}
-	j->has_added = u->has_added;
+	if (op_made) {
+		j->nh = u->added.nh;
+		j->flags |= RF_UNDO_ADDED_OP;
+	}
 	j->at = u->at;
-	if (u->has_added)
-		j->added = u->added;
 	return 0;
 }
 
@@ -1826,6 +1870,7 @@ static void rf_undo_load(struct routefile *rf, uint64_t i, struct fib_undo *u)
 {
 	const struct rf_rec *rec = &rf->apply_ops[i];
 	const struct rf_undo *j = &rf->journal[i];
+	const struct rf_side *side = j->side != RF_NONE ? &rf->side[j->side] : NULL;
 	uint32_t table = rf_run_of(rf, i)->table;
 
 	memset(u, 0, sizeof(*u));
@@ -1834,12 +1879,22 @@ static void rf_undo_load(struct routefile *rf, uint64_t i, struct fib_undo *u)
 	u->dst.plen = rec->plen;
 	u->table = table ? table : FIB_TABLE_MAIN;
 	u->at = j->at;
-	u->has_added = j->has_added;
-	if (j->has_added)
-		u->added = j->added;
-	u->has_removed = j->removed != RF_NONE;
-	if (u->has_removed)
-		u->removed = rf->removed[j->removed];
+	if (j->flags & RF_UNDO_ADDED_OP) {
+		u->has_added = true;
+		u->added = (struct fib_route){ .nh = j->nh,
+					       .metric = rec->metric,
+					       .plen = rec->plen,
+					       .type = rec->type,
+					       .proto = rec->proto,
+					       .scope = rec->scope };
+	} else if (j->flags & RF_UNDO_ADDED_SIDE) {
+		u->has_added = true;
+		u->added = side->added;
+	}
+	if (j->flags & RF_UNDO_REMOVED) {
+		u->has_removed = true;
+		u->removed = side->removed;
+	}
 }
 
 /* Applies op @i (of table @table), journaled. On error nothing changed and @ferr says why. */
@@ -1852,8 +1907,8 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, uint32_t
 	struct fib_undo u;
 	int ret;
 
-	j->has_added = 0;
-	j->removed = RF_NONE;
+	j->flags = 0;
+	j->side = RF_NONE;
 	rf_rec_rcfg(op, table, rf_rec_paths(rf, op), &rc);
 	if (op->kind & RF_OP_DEL)
 		ret = fib_route_del_undo(f, &rc, &u, ferr);
@@ -1867,8 +1922,8 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, uint32_t
 		if (fib_undo_revert(f, &u, ferr))
 			fib_undo_release(f, &u);
 		err_set(ferr, "out of memory for the undo journal");
-		j->has_added = 0;
-		j->removed = RF_NONE;
+		j->flags = 0;
+		j->side = RF_NONE;
 	}
 	return ret;
 }
@@ -1918,15 +1973,17 @@ static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
 /* Keeps every edit: the routes they took out let their nexthops go. */
 static void rf_commit(struct routefile *rf, struct fib *f)
 {
-	for (uint64_t i = 0; i < rf->n_removed; i++) {
+	for (uint64_t i = 0; i < rf->n_side; i++) {
 		struct fib_undo u;
 
+		if (!rf->side[i].has_removed)
+			continue;
 		memset(&u, 0, sizeof(u));
 		u.has_removed = true;
-		u.removed = rf->removed[i];
+		u.removed = rf->side[i].removed;
 		fib_undo_release(f, &u);
 	}
-	rf->n_removed = 0;
+	rf->n_side = 0;
 }
 
 /* The first bad line, and how many more, in one message. */
@@ -2102,6 +2159,12 @@ static int rf_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 		rf_commit(rf, f);
 	}
 	rf_journal_free(rf);
+	/*
+	 * An apply runs once: the ops and their runs are done with. They go
+	 * before the rebuild, which makes the load's new nodes while the
+	 * lazy ones still stand (a full view's ops are 34 MB).
+	 */
+	rf_ops_free(rf);
 	if (bulk) {
 		rf_progress(progress, ctx, "rebalancing", 0, 1);
 		fib_bulk_end(f);

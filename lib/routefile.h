@@ -231,7 +231,10 @@ struct routefile_result {
  * @progress (may be NULL) is called at each phase's start and end and
  * every ROUTEFILE_PROGRESS ops. @res (may be NULL) is filled either way
  * (applied is 0 after a rollback); @err may be NULL.
- * The undo journal costs 24 bytes per applied op while the apply runs.
+ * The undo journal costs 16 bytes per applied op while the apply runs;
+ * it and the parsed ops (32 bytes each) are let go when the apply ends,
+ * before bulk mode's rebuild: @rf then keeps its counts and bad lines
+ * (routefile_routes(), routefile_bad_line()), and cannot be applied again.
  *
  * opts.cancel set ends the apply with -ECANCELED and "NAME: cancelled":
  * ROUTEFILE_CANCEL after a rollback (applied is 0), ROUTEFILE_ABANDON at
@@ -249,7 +252,7 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
  * after routes went in undoes them, last first, as a route that fails to
  * apply does; readers may see those routes meanwhile (a read, then an
  * apply, refuses such a file before any route goes in). The ops array
- * (32 bytes an op), its runs of lines and the journal (24 bytes an op)
+ * (32 bytes an op), its runs of lines and the journal (16 bytes an op)
  * are mapped for the most routes the file's size can hold, backed only
  * as they fill; a file that grows past that while it
  * is read fails ("grew while it was read"). With skip_bad_lines, an

@@ -176,17 +176,6 @@ struct TRIE {
  */
 #define BULK_UNSORTED_MIN 1024
 /*
- * Bulk mode, a load that will be rebuilt at its end: the bits of the node
- * that joins a new key to the trie (see leaf_insert()). A sorted full view
- * then builds 299,392 nodes (21.6 MB) for its end to retire, not 901,898
- * nodes of 1 bit (41.9 MB, a binary trie), and walks fewer levels from the
- * finger; the trie built at the end is the same. 3 was as fast, 5 and 6
- * slower (docs/BENCHMARKS.md, issue 9's ninth round).
- */
-#ifndef BULK_NODE_BITS
-#define BULK_NODE_BITS 4
-#endif
-/*
  * Whether a lookup that found nothing on its descent backtracks from where
  * the descent ended (the key still inside that node), or walks again from
  * the root as the kernel does: see TN(lookup_rcu)().

@@ -44,6 +44,19 @@ typedef int trie_edit_fn(void *ctx, const struct fib_route *old, unsigned int n_
 			 struct fib_route *out, unsigned int cap);
 
 /*
+ * Bulk mode, a load that will be rebuilt at its end: the bits of the node
+ * that joins a new key to the trie (leaf_insert() in lib/trie-tmpl.h;
+ * here for test_trie, which looks for such nodes). A sorted full view then
+ * builds 299,392 nodes (21.6 MB) for its end to retire, not 901,898 nodes
+ * of 1 bit (41.9 MB, a binary trie), and walks fewer levels from the
+ * finger; the trie built at the end is the same. 3 was as fast, 5 and 6
+ * slower (docs/BENCHMARKS.md, issue 9's ninth round).
+ */
+#ifndef BULK_NODE_BITS
+#define BULK_NODE_BITS 4
+#endif
+
+/*
  * Below this many leaves, batch lookups run as plain lookups one after the
  * other: a trie that small sits in cache, and the lanes' bookkeeping costs
  * more than it hides (tests/bench's size sweep crosses over between 2^17 and

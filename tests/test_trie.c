@@ -1492,7 +1492,7 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 
 		if (order == BULK_SORTED_SHUFFLED && i == 2 * n / 5) {
 			tt_stats(d.tt, &st);
-			assert_true(st.nodes_by_bits[4] * 10 > st.tnodes);
+			assert_true(st.nodes_by_bits[BULK_NODE_BITS] * 10 > st.tnodes);
 		}
 
 		diff_set(&d, p[i].key, p[i].plen, r < 10 ? 2 + r % 3 : 1, (uint32_t)(i + r));
@@ -1932,7 +1932,7 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	/*
 	 * In bulk mode, where no resize follows: a load that made at least
 	 * half the trie's leaves (rebuilt at its end) joins them with a node
-	 * of BULK_NODE_BITS (4) bits upwards from the first differing bit, so
+	 * of BULK_NODE_BITS bits upwards from the first differing bit, so
 	 * that sorted keys after them find a slot free; the end's rebuild
 	 * makes it 2 bits.
 	 */
@@ -1944,7 +1944,7 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	assert_trie_ok(tt);
 	tt_stats(tt, &st);
 	assert_int_equal(st.tnodes, 1);
-	assert_int_equal(st.nodes_by_bits[4], 1);
+	assert_int_equal(st.nodes_by_bits[BULK_NODE_BITS], 1);
 	expect_lookup(tt, a | 1, (int)len, 1);
 	expect_lookup(tt, b | 1, (int)len, 2);
 	tt_set_bulk(tt, false);

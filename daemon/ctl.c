@@ -68,6 +68,7 @@ struct ctl_conn {
 	uid_t uid;
 	struct lcfibd_peer peer; /* pid, uid, gid, groups */
 	bool admin;
+	bool untimed;          /* turns end by CTL_FRAMES_PER_TURN alone (ctl_serve_bytes()) */
 	int fds[CTL_CONN_FDS]; /* passed (SCM_RIGHTS), oldest first */
 	unsigned int n_fds;
 	int rpc_fd; /* the current request's, until rpc.c takes it; -1: none */
@@ -1056,7 +1057,7 @@ static void ctl_parse(struct lcfibd *d, struct ctl_conn *c, unsigned int budget)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (budget && ctl_may_serve(c) && c->rlen - off >= CTL_HDR_LEN &&
-	       ctl_us_since(&t0) < CTL_TURN_US) {
+	       (c->untimed || ctl_us_since(&t0) < CTL_TURN_US)) {
 		struct ctl_hdr h;
 		struct errbuf err;
 
@@ -1517,6 +1518,7 @@ void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t le
 	c->peer.uid = c->uid;
 	c->peer.gid = c->uid;
 	c->admin = admin;
+	c->untimed = true;
 	c->next = d->conns;
 	d->conns = c;
 	d->ctl.clients++;

@@ -83,7 +83,10 @@ void ctl_tick(struct lcfibd *d);
 /*
  * Serves @len bytes as if a peer had sent them on a connection of its
  * own (as root with @admin, else as a reader), until nothing is left to
- * do; the replies go nowhere. For fuzzing the requests without sockets.
+ * do; the replies go nowhere. For fuzzing the requests without sockets:
+ * its turns end after CTL_FRAMES_PER_TURN frames, never by the clock, so
+ * that an input is cut in the same turns each time it is replayed (a busy
+ * machine would cut it elsewhere).
  */
 void ctl_serve_bytes(struct lcfibd *d, bool admin, const uint8_t *buf, size_t len);
 /* The request of @c is answered: read its next frames. */

@@ -163,8 +163,12 @@ int lcfibd_err_xpath(struct lcfibd_err *e, const char *xpath)
 				operand = 0;
 				continue;
 			}
-			while (xpath_name_char(*p))
+			while (xpath_name_char(*p)) {
+				/* After an axis ("child::node()"), the node test or call */
+				if (p[0] == ':' && p[1] == ':')
+					name = p + 2;
 				p++;
+			}
 			for (q = p; isspace(*q); q++)
 				;
 			if (*q == '(' && !xpath_function_ok(name, (size_t)(p - name))) {

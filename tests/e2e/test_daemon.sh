@@ -500,6 +500,9 @@ test_an_xpath_calling_deref_or_re_match_is_refused_and_the_daemon_lives()
 	expect_match "$OUT" '"version"' "a get calling string-length()"
 	expect_status 0 ctl "$s" get all "/lcfib:lcfib/state/daemon[contains(version, '.') or true()]"
 	expect_status 0 ctl "$s" get state "/lcfib:lcfib/state/routes[. = 'deref(x)']"
+	expect_status 0 ctl "$s" get state '/lcfib:lcfib/state/daemon/child::node()'
+	expect_match "$OUT" '"version"' "a get with an axis and node()"
+	expect_status 1 ctl "$s" get state '/lcfib:lcfib/state/daemon/child::deref(version)'
 }
 
 # A 10-line route file, bad at lines 3, 6 and 9, in table 42.

@@ -133,7 +133,8 @@ fi
 ns() { nsenter -t "$ns_pid" -n "$@"; }
 unshare -n sleep 100000 &
 ns_pid=$!
-sleep 0.1
+# unshare -n unshares after the fork: till then nsenter enters ours
+while [ "$(readlink /proc/$ns_pid/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
 ns ip link set lo up
 chown frr:frr "$tmp"
 echo "# zebra: loading the table into the namespace's kernel (ip -batch, about a minute)..."

@@ -77,7 +77,8 @@ kernel-fpm)
 	[ "$(id -u)" = 0 ] || { echo "kernel-fpm: needs root" >&2; exit 1; }
 	unshare -n sleep 100000 &
 	ns_pid=$!
-	sleep 0.1
+	# unshare -n unshares after the fork: till then nsenter enters ours
+	while [ "$(readlink /proc/$ns_pid/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
 	ns ip link set lo up
 	zcat "$full" | tr -d '\r' | sed 's/^/route add blackhole /; s/$/ proto static/' >"$tmp/kernel.batch"
 	start_lcfibd '{"lcfib:lcfib":{"feeds":{"kernel":{"enabled":true}}}}' nsenter -t "$ns_pid" -n

@@ -361,6 +361,11 @@ wait_until()
 	fail "gave up waiting (120 s) until $what"
 }
 
+# netns_ready PID: whether process PID has a network namespace of its own.
+# `unshare -n CMD &` unshares after the fork: until then, nsenter -t PID -n
+# enters ours (a busy machine took over 0.1 s, and lo was set up here).
+netns_ready() { [ "$(readlink "/proc/$1/ns/net")" != "$(readlink /proc/self/ns/net)" ]; }
+
 # log_has NAME REGEX: whether lcfibd NAME's log has a line matching REGEX.
 log_has() { grep -Eq -- "$2" "$(d_log "$1")"; }
 

@@ -895,7 +895,7 @@ frr_netns()
 	unshare -n sleep 100000 &
 	NS_PID=$!
 	trap frr_cleanup EXIT
-	sleep 0.1
+	wait_until "the namespace of $NS_PID" netns_ready "$NS_PID"
 	ns ip link set lo up &&
 		ns ip link add veth0 type veth peer name veth1 &&
 		ns ip addr add 198.18.0.1/24 dev veth0 &&
@@ -1111,7 +1111,8 @@ test_fpm_a_remote_peer_needs_allowed_remote()
 	unshare -n sleep 100000 &
 	NS2_PID=$!
 	trap remote_cleanup EXIT
-	sleep 0.1
+	wait_until "the namespace of $NS_PID" netns_ready "$NS_PID"
+	wait_until "the namespace of $NS2_PID" netns_ready "$NS2_PID"
 	ip link add fpmr0 netns "$NS_PID" type veth peer name fpmr1 netns "$NS2_PID" &&
 		ns ip addr add 198.19.0.1/24 dev fpmr0 && ns ip link set fpmr0 up && ns ip link set lo up &&
 		nsenter -t "$NS2_PID" -n ip addr add 198.19.0.2/24 dev fpmr1 &&

@@ -87,19 +87,16 @@ struct rf_run {
  * that went in otherwise (what a delete left of an IPv6 route's paths).
  */
 struct rf_undo {
-	struct nh *nh; /* RF_UNDO_ADDED_OP: the route that went in has it */
+	struct nh *nh; /* with added_op: the nexthop of the route that went in */
 	uint32_t side; /* index in rf->side, or RF_NONE */
 	uint8_t at;
-	uint8_t flags; /* RF_UNDO_* */
+	bool added_op; /* a route went in, the op's but for its nexthop */
 };
-
-#define RF_UNDO_ADDED_OP   0x01 /* a route went in, the op's but for its nexthop: nh */
-#define RF_UNDO_ADDED_SIDE 0x02 /* a route went in: side's added */
-#define RF_UNDO_REMOVED    0x04 /* a route came out: side's removed */
 
 struct rf_side {
 	struct fib_route added, removed;
-	bool has_removed; /* rf_commit() lets its nexthop go */
+	bool has_added;   /* a route went in, not the op's */
+	bool has_removed; /* a route came out (rf_commit() lets its nexthop go) */
 };
 
 _Static_assert(sizeof(struct rf_undo) == 16, "the journal costs 16 bytes per op");
@@ -1847,19 +1844,16 @@ static int rf_undo_save(struct routefile *rf, uint64_t i, const struct fib_undo 
 		side += rf->n_side;
 		memset(side, 0, sizeof(*side));
 		side->has_removed = u->has_removed;
-		if (u->has_removed) {
+		if (u->has_removed)
 			side->removed = u->removed;
-			j->flags |= RF_UNDO_REMOVED;
-		}
-		if (u->has_added && !op_made) {
+		side->has_added = u->has_added && !op_made;
+		if (side->has_added)
 			side->added = u->added;
-			j->flags |= RF_UNDO_ADDED_SIDE;
-		}
 		j->side = (uint32_t)rf->n_side++;
 	}
 	if (op_made) {
 		j->nh = u->added.nh;
-		j->flags |= RF_UNDO_ADDED_OP;
+		j->added_op = true;
 	}
 	j->at = u->at;
 	return 0;
@@ -1879,7 +1873,7 @@ static void rf_undo_load(struct routefile *rf, uint64_t i, struct fib_undo *u)
 	u->dst.plen = rec->plen;
 	u->table = table ? table : FIB_TABLE_MAIN;
 	u->at = j->at;
-	if (j->flags & RF_UNDO_ADDED_OP) {
+	if (j->added_op) {
 		u->has_added = true;
 		u->added = (struct fib_route){ .nh = j->nh,
 					       .metric = rec->metric,
@@ -1887,11 +1881,11 @@ static void rf_undo_load(struct routefile *rf, uint64_t i, struct fib_undo *u)
 					       .type = rec->type,
 					       .proto = rec->proto,
 					       .scope = rec->scope };
-	} else if (j->flags & RF_UNDO_ADDED_SIDE) {
+	} else if (side && side->has_added) {
 		u->has_added = true;
 		u->added = side->added;
 	}
-	if (j->flags & RF_UNDO_REMOVED) {
+	if (side && side->has_removed) {
 		u->has_removed = true;
 		u->removed = side->removed;
 	}
@@ -1907,7 +1901,7 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, uint32_t
 	struct fib_undo u;
 	int ret;
 
-	j->flags = 0;
+	j->added_op = false;
 	j->side = RF_NONE;
 	rf_rec_rcfg(op, table, rf_rec_paths(rf, op), &rc);
 	if (op->kind & RF_OP_DEL)
@@ -1922,7 +1916,7 @@ static int rf_apply_op(struct routefile *rf, struct fib *f, uint64_t i, uint32_t
 		if (fib_undo_revert(f, &u, ferr))
 			fib_undo_release(f, &u);
 		err_set(ferr, "out of memory for the undo journal");
-		j->flags = 0;
+		j->added_op = false;
 		j->side = RF_NONE;
 	}
 	return ret;

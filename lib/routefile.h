@@ -254,8 +254,8 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
  * apply, refuses such a file before any route goes in). The ops array
  * (32 bytes an op), its runs of lines and the journal (16 bytes an op)
  * are mapped for the most routes the file's size can hold, backed only
- * as they fill; a file that grows past that while it
- * is read fails ("grew while it was read"). With skip_bad_lines, an
+ * as they fill; a file that grows past that while it is read fails
+ * ("grew while it was read"). With skip_bad_lines, an
  * @rf already fed, an @fd that is not a regular file, or when the
  * mappings or the thread cannot be made, it reads first, then applies.
  * @fd stays open.

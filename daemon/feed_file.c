@@ -160,9 +160,14 @@ static void feed_file_run(struct lcfibd *d, struct writer_job *wj)
 
 int feed_file_parse(struct lcfibd *d, struct feed_file_job *j)
 {
+	struct timespec t0;
 	uint64_t bad;
 	const char *msg;
-	int ret = feed_file_read(d, j);
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = feed_file_read(d, j);
+	j->parse_ns = feed_file_now_us(&t0) * 1000;
 
 	if (!ret && !j->skip_bad && (bad = routefile_bad_lines(j->rf)) > 0) {
 		/* What routefile_apply() would refuse the whole file for, said now. */
@@ -201,8 +206,18 @@ static void feed_file_done(struct lcfibd *d, struct writer_job *wj)
 		ingest_load_failed(d->ingest, j->err.msg);
 		log_err("load of %s applied nothing: %s", j->path, j->err.msg);
 	} else {
-		ingest_load_succeeded(d->ingest, j->path, j->res.applied, feed_file_skipped(j),
-				      j->duration_us, j->rate);
+		struct ingest_load l = {
+			.routes = j->res.applied,
+			.skipped = feed_file_skipped(j),
+			.duration_us = j->duration_us,
+			.rate = j->rate,
+			/* Parsed before the apply (a config edit), or as it ran. */
+			.parse_us = (j->parse_ns ? j->parse_ns : j->res.parse_ns) / 1000,
+			.waited_us = j->res.waited_ns / 1000,
+			.rebalance_us = j->res.rebalance_ns / 1000,
+		};
+
+		ingest_load_succeeded(d->ingest, j->path, &l);
 		log_notice("loaded %s: %llu routes in %.3f s (%llu/s), %llu bad lines skipped",
 			   j->path, (unsigned long long)j->res.applied, j->duration_us / 1e6,
 			   (unsigned long long)j->rate, (unsigned long long)feed_file_skipped(j));

@@ -42,6 +42,7 @@ struct feed_file_job {
 	struct routefile *rf; /* its bad lines: routefile_bad_line() */
 	struct routefile_result res;
 	uint64_t lines, duration_us, rate;
+	uint64_t parse_ns; /* feed_file_parse()'s, before the apply */
 	/* the load's own */
 	struct timespec t0, last_kick;
 };

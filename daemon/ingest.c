@@ -24,7 +24,7 @@ struct ingest {
 	char file[256];
 	uint64_t done, total;
 	char last_file[256];
-	uint64_t last_routes, last_skipped, last_duration_us, last_rate;
+	struct ingest_load last;
 };
 
 struct ingest *ingest_new(void)
@@ -99,16 +99,12 @@ void ingest_load_failed(struct ingest *in, const char *error)
 	pthread_mutex_unlock(&in->lock);
 }
 
-void ingest_load_succeeded(struct ingest *in, const char *file, uint64_t routes, uint64_t skipped,
-			   uint64_t duration_us, uint64_t rate)
+void ingest_load_succeeded(struct ingest *in, const char *file, const struct ingest_load *l)
 {
 	pthread_mutex_lock(&in->lock);
 	in->loads++;
 	snprintf(in->last_file, sizeof(in->last_file), "%s", file);
-	in->last_routes = routes;
-	in->last_skipped = skipped;
-	in->last_duration_us = duration_us;
-	in->last_rate = rate;
+	in->last = *l;
 	pthread_mutex_unlock(&in->lock);
 }
 
@@ -147,9 +143,6 @@ void ingest_get(struct ingest *in, struct ingest_state *st)
 	st->total = in->total;
 	st->rate = in->phase ? ingest_rate(in->done, &in->phase_start) : 0;
 	memcpy(st->last_file, in->last_file, sizeof(st->last_file));
-	st->last_routes = in->last_routes;
-	st->last_skipped = in->last_skipped;
-	st->last_duration_us = in->last_duration_us;
-	st->last_rate = in->last_rate;
+	st->last = in->last;
 	pthread_mutex_unlock(&in->lock);
 }

@@ -12,6 +12,13 @@
 
 struct ingest;
 
+/* A load that finished: what state ingest/last-load shows. */
+struct ingest_load {
+	uint64_t routes, skipped, duration_us, rate;
+	/* where the time went: see struct routefile_result */
+	uint64_t parse_us, waited_us, rebalance_us;
+};
+
 /* What ingest_get() copies out. */
 struct ingest_state {
 	uint64_t applied, rejected;
@@ -25,7 +32,7 @@ struct ingest_state {
 	uint64_t rate; /* of the current phase, units per second */
 	/* the last load that finished ("" file: none yet) */
 	char last_file[256];
-	uint64_t last_routes, last_skipped, last_duration_us, last_rate;
+	struct ingest_load last;
 };
 
 /* Loop thread. NULL with errno set. */
@@ -48,8 +55,7 @@ void ingest_load_phase(struct ingest *in, const char *phase, uint64_t done, uint
 void ingest_load_end(struct ingest *in);
 /* Loop thread: a load finished: counted, and kept as the last one, or its error. */
 void ingest_load_failed(struct ingest *in, const char *error);
-void ingest_load_succeeded(struct ingest *in, const char *file, uint64_t routes, uint64_t skipped,
-			   uint64_t duration_us, uint64_t rate);
+void ingest_load_succeeded(struct ingest *in, const char *file, const struct ingest_load *l);
 /* Loop thread: a load succeeded but the config does not name its file. */
 void ingest_load_not_recorded(struct ingest *in);
 

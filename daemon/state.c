@@ -233,10 +233,13 @@ static int state_ingest(struct lcfibd *d, struct lyd_node *st)
 		ret |= l ? 0 : -1;
 		if (l) {
 			ret |= state_term(l, "file", "%s", in->last_file);
-			ret |= state_u64(l, "routes", in->last_routes);
-			ret |= state_u64(l, "skipped", in->last_skipped);
-			ret |= state_u64(l, "duration", in->last_duration_us);
-			ret |= state_u64(l, "rate", in->last_rate);
+			ret |= state_u64(l, "routes", in->last.routes);
+			ret |= state_u64(l, "skipped", in->last.skipped);
+			ret |= state_u64(l, "duration", in->last.duration_us);
+			ret |= state_u64(l, "rate", in->last.rate);
+			ret |= state_u64(l, "parse-duration", in->last.parse_us);
+			ret |= state_u64(l, "apply-waited", in->last.waited_us);
+			ret |= state_u64(l, "rebalance-duration", in->last.rebalance_us);
 		}
 	}
 	return ret;

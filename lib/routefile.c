@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <urcu/uatomic.h>
@@ -39,6 +40,15 @@
 #define RF_PIPE_TAKE  65536      /* ops its applier takes before it looks again */
 #define RF_STR_(x)    #x
 #define RF_STR(x)     RF_STR_(x)
+
+/* CLOCK_MONOTONIC in nanoseconds, for struct routefile_result's times. */
+static uint64_t rf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ------------------------------------------------------------ compact ops */
 
@@ -142,6 +152,7 @@ struct rf_pipe {
 	bool done;                   /* the parse ended, with @ret */
 	int ret;
 	struct errbuf err; /* @ret's message */
+	uint64_t parse_ns; /* the parse's, set with @done */
 
 	/* The parser's own. */
 	int fd;
@@ -196,6 +207,7 @@ struct routefile {
 	uint64_t apply_runs;
 	uint64_t run_at;                   /* its last run: ops are applied, and undone, in order */
 	uint64_t apply_total;              /* ops in all, as far as it knows (0: not yet) */
+	uint64_t parse_ns, waited_ns;      /* a load's: see struct routefile_result */
 
 	/* The apply's undo journal. */
 	struct rf_undo *journal;
@@ -2014,8 +2026,13 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 		return rf->apply_total = rf->n_ops;
 	}
 	pthread_mutex_lock(&pp->lock);
-	while (!pp->done && !pp->bad && pp->published < i + want)
-		pthread_cond_wait(&pp->more, &pp->lock);
+	if (!pp->done && !pp->bad && pp->published < i + want) {
+		uint64_t t0 = rf_now_ns();
+
+		while (!pp->done && !pp->bad && pp->published < i + want)
+			pthread_cond_wait(&pp->more, &pp->lock);
+		rf->waited_ns += rf_now_ns() - t0;
+	}
 	n = pp->published;
 	bad = pp->bad || pp->ret; /* nothing will be applied */
 	rf->apply_paths = pp->paths;
@@ -2093,6 +2110,7 @@ static int rf_pipe_end(struct routefile *rf, int ret, struct errbuf *err)
 	struct rf_pipe *pp = rf->pipe;
 
 	pthread_join(pp->thread, NULL);
+	rf->parse_ns = pp->parse_ns;
 	if (pp->ret) {
 		ret = pp->ret;
 		err_set(err, "%s", pp->err.msg);
@@ -2108,8 +2126,8 @@ static int rf_pipe_end(struct routefile *rf, int ret, struct errbuf *err)
 static int rf_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *progress, void *ctx,
 		    struct routefile_result *res, struct errbuf *err)
 {
-	struct routefile_result r = { 0, 0 };
-	uint64_t failed = 0;
+	struct routefile_result r = { 0 };
+	uint64_t failed = 0, t0;
 	bool bulk;
 	int ret, ret2;
 
@@ -2121,6 +2139,8 @@ static int rf_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 	ret = rf_apply_all(rf, f, progress, ctx, &r, &failed, err);
 	if (rf->pipe)
 		ret = rf_pipe_end(rf, ret, err);
+	r.parse_ns = rf->parse_ns;
+	r.waited_ns = rf->waited_ns;
 	if (ret == -ECANCELED && (rf_cancelled(rf) & ROUTEFILE_ABANDON)) {
 		/* At exit: no rollback, no rebalancing; fib_destroy() takes the FIB as it is. */
 		rf_journal_free(rf);
@@ -2161,7 +2181,9 @@ static int rf_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 	rf_ops_free(rf);
 	if (bulk) {
 		rf_progress(progress, ctx, "rebalancing", 0, 1);
+		t0 = rf_now_ns();
 		fib_bulk_end(f);
+		r.rebalance_ns = rf_now_ns() - t0;
 		rf_progress(progress, ctx, "rebalancing", 1, 1);
 	}
 	if (res)
@@ -2174,7 +2196,7 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
 {
 	err_clear(err);
 	if (res)
-		*res = (struct routefile_result){ 0, 0 };
+		*res = (struct routefile_result){ 0 };
 	if (rf->applied) {
 		err_set(err, "%s: already applied", rf->opts.name);
 		return -EALREADY;
@@ -2206,11 +2228,15 @@ static void *rf_pipe_main(void *arg)
 	struct errbuf err;
 	int ret;
 
+	uint64_t t0 = rf_now_ns();
+
 	err_clear(&err);
 	if (pp->buf)
 		ret = rf_read_error(rf, routefile_feed(rf, pp->buf, pp->len, true), &err);
 	else
 		ret = routefile_read_fd(rf, pp->fd, &err);
+	/* Read by the applier after it joins this thread. */
+	pp->parse_ns = rf_now_ns() - t0;
 	rf_pipe_publish(rf, true, ret, &err);
 	return NULL;
 }
@@ -2298,7 +2324,7 @@ int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_pro
 	ret = routefile_read_fd(rf, fd, err);
 	if (ret) {
 		if (res)
-			*res = (struct routefile_result){ 0, 0 };
+			*res = (struct routefile_result){ 0 };
 		return ret;
 	}
 	return routefile_apply(rf, f, progress, ctx, res, err);
@@ -2316,7 +2342,7 @@ int routefile_load_buf(struct routefile *rf, const char *buf, size_t len, struct
 	ret = rf_read_error(rf, routefile_feed(rf, buf, len, true), err);
 	if (ret) {
 		if (res)
-			*res = (struct routefile_result){ 0, 0 };
+			*res = (struct routefile_result){ 0 };
 		return ret;
 	}
 	return routefile_apply(rf, f, progress, ctx, res, err);

@@ -209,6 +209,15 @@ typedef void routefile_progress_fn(void *ctx, const char *phase, uint64_t done, 
 struct routefile_result {
 	uint64_t applied; /* ops that changed the FIB (or found it as they want it) */
 	uint64_t skipped; /* ops that failed to apply, with skip_bad_lines */
+	/*
+	 * Where the time went, in nanoseconds. parse_ns: the read and parse
+	 * on their own thread (routefile_load_fd(), routefile_load_buf()),
+	 * from its start to its end, 0 for a file parsed before the apply;
+	 * waited_ns: the apply waiting for that parse (near parse_ns when
+	 * the parse sets the pace); rebalance_ns: bulk mode's end
+	 * (fib_bulk_end()), 0 without bulk mode.
+	 */
+	uint64_t parse_ns, waited_ns, rebalance_ns;
 };
 
 /*

@@ -674,7 +674,7 @@ static void test_routefile_auto_format_decides_per_line(void **state)
 static void test_routefile_one_bad_line_applies_nothing(void **state)
 {
 	struct fib *f = *state;
-	struct routefile_result res = { 99, 99 };
+	struct routefile_result res = { .applied = 99, .skipped = 99 };
 	struct routefile *rf;
 	struct errbuf err;
 	char *before, *after;
@@ -1457,7 +1457,14 @@ static void load_as_read_then_apply(struct fib *f, const char *tail, bool skip, 
 		struct progress_log log = { .text = "" };
 		char *after;
 
+		struct timespec t0, t1;
+		uint64_t took;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = load(f, how, text, len, skip, &got, &gerr, &log);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec -
+		       (uint64_t)t0.tv_nsec;
 		if (ret != expect)
 			print_message("%s\n", gerr.msg);
 		assert_int_equal(ret, expect);
@@ -1465,6 +1472,23 @@ static void load_as_read_then_apply(struct fib *f, const char *tail, bool skip, 
 			assert_string_equal(gerr.msg, werr.msg);
 		assert_int_equal(got.applied, want.applied);
 		assert_int_equal(got.skipped, want.skipped);
+		/*
+		 * Where the time went: the parse ran on its own thread (not with
+		 * skip_bad_lines, which reads first), the apply waited for it for
+		 * part of the load at most, and bulk mode's end took some; a read
+		 * then an apply has no parse of its own to count (and refuses a
+		 * file with a bad line before bulk mode).
+		 */
+		if (skip)
+			assert_int_equal(got.parse_ns, 0);
+		else
+			assert_true(got.parse_ns > 0 && got.parse_ns <= took);
+		assert_true(got.waited_ns <= took);
+		assert_true(got.rebalance_ns > 0 && got.rebalance_ns <= took);
+		assert_int_equal(want.parse_ns, 0);
+		assert_int_equal(want.waited_ns, 0);
+		if (!expect)
+			assert_true(want.rebalance_ns > 0);
 		after = fib_dump(f);
 		assert_string_equal(after, expect ? before : wdump);
 		free(after);

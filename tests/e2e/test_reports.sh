@@ -125,6 +125,38 @@ test_stale_config_temp_files_are_removed_at_start()
 	d_stop tmp
 }
 
+# A load says where its time went: the parse (on its own thread), the
+# apply's wait for it, and the end of bulk mode (over 4096 routes); each is
+# part of the whole duration. A file with skip-bad-lines is read first.
+test_a_load_says_where_its_time_went()
+{
+	local s l dur parse waited reb
+	d_start phases || fail "lcfibd did not start"
+	s=$(d_sock phases)
+	for i in $(seq 0 19); do
+		for j in $(seq 0 255); do echo "route add blackhole 10.$i.$j.0/24"; done
+	done >"$T/5120.routes"
+	expect_status 0 ctl "$s" rpc \
+		"{\"lcfib:load\":{\"path\":\"$T/5120.routes\",\"transient\":true}}"
+	l=/lcfib:lcfib/state/ingest/last-load
+	dur=$(value "$s" $l/duration)
+	parse=$(value "$s" $l/parse-duration)
+	waited=$(value "$s" $l/apply-waited)
+	reb=$(value "$s" $l/rebalance-duration)
+	echo "duration $dur parse $parse waited $waited rebalance $reb (us)"
+	expect_eq "$(value "$s" $l/routes)" 5120 "routes loaded"
+	[ "$parse" -gt 0 ] && [ "$parse" -le "$dur" ] || fail "parse-duration $parse not in (0, $dur]"
+	[ "$waited" -le "$dur" ] || fail "apply-waited $waited over the duration $dur"
+	[ "$reb" -gt 0 ] && [ "$reb" -le "$dur" ] || fail "rebalance-duration $reb not in (0, $dur]"
+	# Read first with skip-bad-lines; a small load has no bulk mode to end.
+	printf 'route add blackhole 10.99.0.0/16\n' >"$T/one.routes"
+	expect_status 0 ctl "$s" rpc \
+		"{\"lcfib:load\":{\"path\":\"$T/one.routes\",\"skip-bad-lines\":true,\"transient\":true}}"
+	expect_eq "$(value "$s" $l/apply-waited)" 0 "apply-waited of a file read first"
+	expect_eq "$(value "$s" $l/rebalance-duration)" 0 "rebalance-duration of one route"
+	d_stop phases
+}
+
 test_a_size_typed_with_blanks_around_it_is_taken()
 {
 	local s
@@ -147,4 +179,5 @@ t_run test_skipped_lines_are_counted_alike_in_the_reply_the_log_and_state
 t_run test_errors_found_while_applying_give_file_line_and_column
 t_run test_stale_config_temp_files_are_removed_at_start
 t_run test_a_size_typed_with_blanks_around_it_is_taken
+t_run test_a_load_says_where_its_time_went
 t_summary

@@ -98,6 +98,9 @@ const char *names_format(const struct names *n, uint32_t id, char *buf, size_t s
 bool names_lookup(const struct names *n, const char *s, size_t len, uint32_t *id)
 {
 	for (const struct names_entry *e = n->e; e->name; e++) {
+		/* The first byte tells most names apart, before their strlen(). */
+		if (len && e->name[0] != s[0])
+			continue;
 		if (strlen(e->name) == len && memcmp(e->name, s, len) == 0) {
 			*id = e->id;
 			return true;

@@ -349,10 +349,15 @@ static bool rf_next(struct rf_parser *pp, struct rf_tok *t)
 	return true;
 }
 
-static bool rf_is(const struct rf_tok *t, const char *word)
-{
-	size_t n = strlen(word);
+/*
+ * Whether @t is the word @lit, a string literal (a variable does not
+ * compile): its length is known, so there is no strlen() and the compare
+ * is inlined. Each line asks it a dozen times of each word.
+ */
+#define rf_is(t, lit) rf_is_n((t), "" lit "", sizeof("" lit "") - 1)
 
+static inline bool rf_is_n(const struct rf_tok *t, const char *word, size_t n)
+{
 	return t->len == n && memcmp(t->s, word, n) == 0;
 }
 

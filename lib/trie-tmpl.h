@@ -528,6 +528,9 @@ static void fb_drop(struct TRIE *t);
 static void fb_build(struct TRIE *t);
 static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j);
 static void answers_new(struct tnode *tn);
+struct rebuild;
+static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t lo, size_t hi);
+static unsigned long fb_span(const struct tnode *root, unsigned int plen);
 
 /* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
 static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
@@ -1051,7 +1054,7 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 		}
 		put_child(tn, j, &in->n);
 	}
-	answers_new(tn);
+	rebuild_answers(rb, tn, lo, hi);
 	return tn;
 }
 
@@ -1224,6 +1227,12 @@ static const struct fib_route *fb_route(const struct tnode *root, const struct l
 	return &l->r[i];
 }
 
+/* A prefix open while answers are set: its route, and the first child past its range. */
+struct fb_open {
+	unsigned long end;
+	const struct fib_route *r;
+};
+
 /*
  * Writer: sets the answers of children [lo, hi) of @tn (see SLOT_ROUTE):
  * for each, the longest prefix in tn's subtree that covers all of it, in
@@ -1240,10 +1249,7 @@ static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo,
 			 const struct leaf *outer, unsigned int shadow)
 {
 	bool full = fb && fb->in_slots;
-	struct fb_open {
-		unsigned long end; /* the first entry past the prefix */
-		const struct fib_route *r;
-	} st[KEYLEN + 2];
+	struct fb_open st[KEYLEN + 2];
 	int sp = 0;
 
 	if (outer)
@@ -1323,6 +1329,75 @@ static void answers_new(struct tnode *tn)
 {
 	if (tn->empty_children)
 		answers_fill(tn, NULL, 0, child_length(&tn->n), NULL, KEYLEN);
+}
+
+/*
+ * answers_new() for a node rebuild_node() made over the leaves [lo, hi),
+ * with the same answers, found in the sorted leaves rather than by a walk
+ * down each child: the leaf at a child's first key is the first leaf of
+ * its group, and only a leaf whose slen (exact for a leaf) is at least
+ * tn's pos holds a prefix covering a whole child (its key then has no bit
+ * set below pos). A run of empty children between groups takes the
+ * innermost open prefix in one loop, up to where that prefix ends.
+ */
+static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t lo, size_t hi)
+{
+	unsigned long size = child_length(&tn->n), j = 0;
+	unsigned int pos = tn->n.pos;
+	struct fb_open st[KEYLEN + 2];
+	int sp = 0;
+
+	if (!tn->empty_children)
+		return;
+	for (size_t a = lo, c;; a = c) {
+		unsigned long next = a < hi ? get_index(rb->key[a], &tn->n) : size;
+		const struct leaf *l;
+		unsigned int plen;
+
+		/* The empty children before the next group (new, so their slots are 0). */
+		while (j < next) {
+			unsigned long stop = next;
+
+			while (sp && st[sp - 1].end <= j)
+				sp--;
+			if (!sp) {
+				j = next;
+				break;
+			}
+			if (st[sp - 1].end < stop)
+				stop = st[sp - 1].end;
+			for (; j < stop; j++)
+				tn->child[j] = (uintptr_t)st[sp - 1].r | SLOT_ROUTE;
+		}
+		if (a == hi)
+			return;
+		for (c = a + 1; c < hi && rb->diff[c - 1] < pos; c++)
+			;
+		/* Child j holds the group [a, c): its prefixes that cover whole children open. */
+		while (sp && st[sp - 1].end <= j)
+			sp--;
+		if (rb->slen[a] >= pos) {
+			l = node_leaf(slot_node(rb->slot[a]));
+			plen = KEYLEN - rb->slen[a];
+			/* One prefix length (the slot has its longest, the slen its shortest). */
+			if (slot_leaf_plen1(rb->slot[a]) - 1 == plen) {
+				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
+							     .r = &l->r[0] };
+			} else {
+				/* Shortest first (each length's first route), nesting above. */
+				for (unsigned int i = l->n.nr; i-- > 0;) {
+					plen = l->r[i].plen;
+					if (plen + pos > KEYLEN)
+						break;
+					if (i == 0 || l->r[i - 1].plen != plen)
+						st[sp++] = (struct fb_open){
+							.end = j + fb_span(tn, plen), .r = &l->r[i]
+						};
+				}
+			}
+		}
+		j++;
+	}
 }
 
 /* Writer: child @j of @tn has just become empty: its answer. */

@@ -2230,10 +2230,9 @@ static void *rf_pipe_main(void *arg)
 {
 	struct routefile *rf = arg;
 	struct rf_pipe *pp = rf->pipe;
+	uint64_t t0 = rf_now_ns();
 	struct errbuf err;
 	int ret;
-
-	uint64_t t0 = rf_now_ns();
 
 	err_clear(&err);
 	if (pp->buf)
@@ -2319,6 +2318,7 @@ static bool rf_pipe_can(const struct routefile *rf)
 int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_progress_fn *progress,
 		      void *ctx, struct routefile_result *res, struct errbuf *err)
 {
+	uint64_t t0 = rf_now_ns();
 	struct stat st;
 	int ret;
 
@@ -2327,6 +2327,7 @@ int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_pro
 	    rf_pipe_start(rf, fd, NULL, 0, (uint64_t)st.st_size))
 		return rf_apply(rf, f, progress, ctx, res, err);
 	ret = routefile_read_fd(rf, fd, err);
+	rf->parse_ns = rf_now_ns() - t0;
 	if (ret) {
 		if (res)
 			*res = (struct routefile_result){ 0 };
@@ -2339,12 +2340,14 @@ int routefile_load_buf(struct routefile *rf, const char *buf, size_t len, struct
 		       routefile_progress_fn *progress, void *ctx, struct routefile_result *res,
 		       struct errbuf *err)
 {
+	uint64_t t0 = rf_now_ns();
 	int ret;
 
 	err_clear(err);
 	if (rf_pipe_can(rf) && rf_pipe_start(rf, -1, buf, len, len))
 		return rf_apply(rf, f, progress, ctx, res, err);
 	ret = rf_read_error(rf, routefile_feed(rf, buf, len, true), err);
+	rf->parse_ns = rf_now_ns() - t0;
 	if (ret) {
 		if (res)
 			*res = (struct routefile_result){ 0 };

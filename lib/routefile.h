@@ -211,11 +211,12 @@ struct routefile_result {
 	uint64_t skipped; /* ops that failed to apply, with skip_bad_lines */
 	/*
 	 * Where the time went, in nanoseconds. parse_ns: the read and parse
-	 * on their own thread (routefile_load_fd(), routefile_load_buf()),
-	 * from its start to its end, 0 for a file parsed before the apply;
-	 * waited_ns: the apply waiting for that parse (near parse_ns when
-	 * the parse sets the pace); rebalance_ns: bulk mode's end
-	 * (fib_bulk_end()), 0 without bulk mode.
+	 * of routefile_load_fd() and routefile_load_buf(), on their own
+	 * thread (from its start to its end) or before the apply when they
+	 * read first; 0 from routefile_apply() of a file read by the caller.
+	 * waited_ns: the apply waiting for the parse on its thread (near
+	 * parse_ns when the parse sets the pace); rebalance_ns: bulk mode's
+	 * end (fib_bulk_end()), 0 without bulk mode.
 	 */
 	uint64_t parse_ns, waited_ns, rebalance_ns;
 };

@@ -1234,6 +1234,25 @@ struct fb_open {
 };
 
 /*
+ * Opens on @st (at *@sp) the prefixes of leaf @l at child @j of @tn that
+ * cover whole children: shortest first (each length's first route), so
+ * the longer nest above.
+ */
+static void fb_open_leaf(struct fb_open *st, int *sp, const struct tnode *tn, unsigned long j,
+			 const struct leaf *l)
+{
+	for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
+		unsigned int plen = l->r[i].plen;
+
+		if (plen + tn->n.pos > KEYLEN)
+			break;
+		if (i == 0 || l->r[i - 1].plen != plen)
+			st[(*sp)++] =
+				(struct fb_open){ .end = j + fb_span(tn, plen), .r = &l->r[i] };
+	}
+}
+
+/*
  * Writer: sets the answers of children [lo, hi) of @tn (see SLOT_ROUTE):
  * for each, the longest prefix in tn's subtree that covers all of it, in
  * its slot if it is empty, and in the entries of @fb if @tn is the root
@@ -1285,15 +1304,7 @@ static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo,
 				j += fb_span(tn, (unsigned int)fb_plen(tn, l)) - 1;
 				continue;
 			}
-			/* Its prefixes, shortest first (each length's first route), nest above. */
-			for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
-				plen = l->r[i].plen;
-				if (plen + tn->n.pos > KEYLEN)
-					break;
-				if (i == 0 || l->r[i - 1].plen != plen)
-					st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
-								     .r = &l->r[i] };
-			}
+			fb_open_leaf(st, &sp, tn, j, l);
 		}
 		v = sp ? (uintptr_t)st[sp - 1].r : 0;
 		/* Stores only where it changes: a reader may be loading the entry. */
@@ -1384,16 +1395,7 @@ static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t l
 				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
 							     .r = &l->r[0] };
 			} else {
-				/* Shortest first (each length's first route), nesting above. */
-				for (unsigned int i = l->n.nr; i-- > 0;) {
-					plen = l->r[i].plen;
-					if (plen + pos > KEYLEN)
-						break;
-					if (i == 0 || l->r[i - 1].plen != plen)
-						st[sp++] = (struct fb_open){
-							.end = j + fb_span(tn, plen), .r = &l->r[i]
-						};
-				}
+				fb_open_leaf(st, &sp, tn, j, l);
 			}
 		}
 		j++;

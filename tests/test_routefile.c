@@ -1455,10 +1455,9 @@ static void load_as_read_then_apply(struct fib *f, const char *tail, bool skip, 
 	fib_destroy(g);
 	for (enum load_how how = LOAD_FD; how <= LOAD_BUF; how++) {
 		struct progress_log log = { .text = "" };
-		char *after;
-
 		struct timespec t0, t1;
 		uint64_t took;
+		char *after;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = load(f, how, text, len, skip, &got, &gerr, &log);

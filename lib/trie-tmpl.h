@@ -719,6 +719,39 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
 	return used;
 }
 
+/*
+ * Writer: the answers of @half, a node inflate() made of children [lo, lo
+ * + its size) of the full node @in, copied from in's (see SLOT_ROUTE):
+ * the children are the same, so is the longest prefix that covers one,
+ * except where its leaf is outside @half. Such a prefix covers from below
+ * lo to past it; prefixes are aligned, so it covers all of @in and sits at
+ * in's first key, in the lower half. In the upper half (lo > 0) the slot
+ * then has none: a longer prefix in @half covering the child would have
+ * been in's answer. answers_new() found the same by reading down every
+ * child: a sixth of a load one route at a time in file order, a tenth now.
+ */
+static void answers_split(struct tnode *half, const struct tnode *in, unsigned long lo)
+{
+	/* Whether in's child 0 may hold a prefix covering all of in: its slen copy tells. */
+	bool top = lo && child_slen(in)[0] >= in->n.pos + in->n.bits;
+	uintptr_t last = 0;
+	bool keep = false;
+
+	for (unsigned long j = 0; j < child_length(&half->n); j++) {
+		uintptr_t s = in->child[lo + j];
+
+		if (!(s & SLOT_ROUTE) || s == SLOT_ROUTE || slot_writer(half->child[j]))
+			continue;
+		/* Runs of children share an answer: its route is read once a run. */
+		if (s != last) {
+			last = s;
+			keep = !top || slot_route(s)->plen + in->n.pos + in->n.bits > KEYLEN;
+		}
+		if (keep)
+			answer_set(half, j, (uintptr_t)slot_route(s), false);
+	}
+}
+
 static int inflate(struct TRIE *t, struct tnode *oldtn)
 {
 	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos - 1u, oldtn->n.bits + 1u);
@@ -782,13 +815,13 @@ static int inflate(struct TRIE *t, struct tnode *oldtn)
 				move_child(node0, j, in, j);
 		}
 		if (node1) {
-			answers_new(node1);
+			answers_split(node1, in, half);
 			put_child(tn, 2 * i + 1, &node1->n);
 		} else if (used1) {
 			move_child(tn, 2 * i + 1, in, only1);
 		}
 		if (node0) {
-			answers_new(node0);
+			answers_split(node0, in, 0);
 			put_child(tn, 2 * i, &node0->n);
 		} else if (used0) {
 			move_child(tn, 2 * i, in, only0);

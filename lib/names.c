@@ -95,13 +95,20 @@ const char *names_format(const struct names *n, uint32_t id, char *buf, size_t s
 	return buf;
 }
 
+/* Whether the name @name is the @len bytes at @s (which may hold a NUL: it is no match). */
+static bool names_eq(const char *name, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!name[i] || name[i] != s[i])
+			return false;
+	return !name[len];
+}
+
+/* Each word of a route file's line asks this: a loop, no strlen() or memcmp() calls. */
 bool names_lookup(const struct names *n, const char *s, size_t len, uint32_t *id)
 {
 	for (const struct names_entry *e = n->e; e->name; e++) {
-		/* The first byte tells most names apart, before their strlen(). */
-		if (len && e->name[0] != s[0])
-			continue;
-		if (strlen(e->name) == len && memcmp(e->name, s, len) == 0) {
+		if (names_eq(e->name, s, len)) {
 			*id = e->id;
 			return true;
 		}

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* mremap() */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -329,6 +330,36 @@ static const uint8_t rf_cls[256] = {
 	['\n'] = RF_BLANK, ['\v'] = RF_BLANK, ['\f'] = RF_BLANK,
 };
 
+/*
+ * Where the word at @p ends: the first blank, or @end. Eight bytes at a
+ * time while eight are left before @end: a byte below 0x21 (every blank
+ * is one) is found by the carry trick -- the lowest one flagged is right,
+ * those above it may not be -- and only such a byte is looked up.
+ */
+static const char *rf_word_end(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+
+	while (end - p >= 8) {
+		uint64_t x, below;
+
+		memcpy(&x, p, sizeof(x));
+		x = le64toh(x);
+		below = (x - 0x21 * ones) & ~x & highs;
+		if (!below) {
+			p += 8;
+			continue;
+		}
+		p += __builtin_ctzll(below) / 8;
+		if (rf_cls[(uint8_t)*p] == RF_BLANK)
+			return p;
+		p++; /* a control byte inside the word */
+	}
+	while (p < end && rf_cls[(uint8_t)*p] != RF_BLANK)
+		p++;
+	return p;
+}
+
 /* The next word in @t; false (and an empty @t where the line ends) at the end. */
 static bool rf_next(struct rf_parser *pp, struct rf_tok *t)
 {
@@ -342,8 +373,7 @@ static bool rf_next(struct rf_parser *pp, struct rf_tok *t)
 		pp->p = pp->end = p;
 		return false;
 	}
-	while (p < end && rf_cls[(uint8_t)*p] != RF_BLANK)
-		p++;
+	p = rf_word_end(p, end);
 	t->len = (unsigned int)(p - t->s);
 	pp->p = p;
 	return true;
@@ -919,7 +949,8 @@ static int rf_attr_prefix(struct rf_parser *pp, struct rf_attrs *a, struct rf_op
 	struct rf_tok before = *prev;
 	int ret;
 
-	if (!(a->seen & RF_SEEN_TYPE) && rf_rtype(t, &op->type)) {
+	/* No type begins with a digit, as every IPv4 prefix and most IPv6 ones do. */
+	if (!(a->seen & RF_SEEN_TYPE) && !rf_digit(t->s[0]) && rf_rtype(t, &op->type)) {
 		a->seen |= RF_SEEN_TYPE;
 		a->type_tok = *t;
 		before = *t;
@@ -1031,15 +1062,21 @@ static int rf_batch_attrs(struct rf_parser *pp, const struct rf_tok *cmd, struct
 				return ret;
 			continue;
 		}
-		if (rf_is_unsupported(&t))
-			return rf_fail(pp, t.s, "'%.*s%s' is not supported", RF_TOK(&t));
 		if (rf_is(&t, "to")) {
 			prev = t;
 			if (!rf_next(pp, &t))
 				return rf_expected(pp, &t, &prev, "a prefix");
 			ret = rf_attr_prefix(pp, &a, op, &t, &prev);
 		} else if (!(a.seen & RF_SEEN_PREFIX)) {
+			/*
+			 * The type and the prefix of nearly every line: the list of
+			 * what is not supported is looked at only when they fail.
+			 */
 			ret = rf_attr_prefix(pp, &a, op, &t, &prev);
+			if (ret == -EINVAL && rf_is_unsupported(&t))
+				return rf_fail(pp, t.s, "'%.*s%s' is not supported", RF_TOK(&t));
+		} else if (rf_is_unsupported(&t)) {
+			return rf_fail(pp, t.s, "'%.*s%s' is not supported", RF_TOK(&t));
 		} else {
 			return rf_expected(pp, &t, &prev,
 					   "a route attribute (via, dev, metric, table, proto, "
@@ -1062,7 +1099,14 @@ static bool rf_cmd_find(const struct rf_tok *t, uint32_t *flags, uint8_t *kind)
 /* 'route' as iproute2 abbreviates it. */
 static bool rf_is_route_word(const struct rf_tok *t)
 {
-	return t->len >= 1 && t->len <= 5 && memcmp(t->s, "route", t->len) == 0;
+	static const char route[] = "route";
+
+	if (t->len < 1 || t->len > 5)
+		return false;
+	for (unsigned int i = 0; i < t->len; i++)
+		if (t->s[i] != route[i])
+			return false;
+	return true;
 }
 
 /* Whether the first word of a line makes it a batch line (the auto format). */

@@ -487,6 +487,16 @@ static void test_routefile_errors_name_the_column_and_what_was_expected(void **s
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 mtu 1400", 36, "'mtu' is not supported");
 	parse_fails("route add 10.0.0.0/8 src 192.0.2.9 via 192.0.2.1", 22,
 		    "'src' is not supported");
+	/* Before the prefix, and after a type: named as such, not as a bad prefix. */
+	parse_fails("route add mtu 1400 10.0.0.0/8 via 192.0.2.1", 11, "'mtu' is not supported");
+	parse_fails("route add blackhole realm 5 10.0.0.0/8", 21, "'realm' is not supported");
+	parse_fails("route add 10.0.0.0/8 blackhole", 22, "after '10.0.0.0/8', got 'blackhole'");
+	/* Words end at blanks only: a control byte is part of one, at any offset. */
+	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 abcdefg\001hijklmnop\tmetric 5", 36,
+		    "got 'abcdefg\001hijklmnop'");
+	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 abcdefgh", 36, "got 'abcdefgh'");
+	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 abcdefghijklmno\vmetric 5", 36,
+		    "got 'abcdefghijklmno'");
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 metric", 42,
 		    "expected a metric 0..4294967295 after 'metric', got end of line");
 	parse_fails("route add 10.0.0.0/8 via 192.0.2.1 metric 4294967296", 43, "got '4294967296'");

@@ -134,48 +134,6 @@ struct rf_ifcache {
 };
 
 /*
- * A load maps the pages of its arrays a thread will write before that
- * thread gets there: a fresh page's first touch (the kernel zeroing it)
- * was a third of a load's samples on the test VM. While the applier waits
- * for the parser, it maps the ops array's next pages, up to RF_MAP_AHEAD
- * bytes past what was published; as the parser publishes ops, it maps the
- * journal's pages for them, which the applier writes next. A huge page at
- * a time, with MADV_POPULATE_WRITE: the pages are backed and zeroed as a
- * first write would, and what is in them is left alone, so the other
- * thread may be writing there.
- */
-#define RF_MAP_STEP  (2u << 20)
-#define RF_MAP_AHEAD (4u << 20)
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-struct rf_map {
-	size_t done; /* bytes mapped from the start: a multiple of RF_MAP_STEP, or the end */
-	bool failed; /* madvise() refused: no more tries */
-};
-
-/* Whether @m should map more of an array of @end bytes to reach @want. */
-static bool rf_map_due(const struct rf_map *m, size_t want, size_t end)
-{
-	return !m->failed && m->done < want && m->done < end;
-}
-
-/* Maps the next step of @base (@end bytes) after what @m mapped. */
-static void rf_map_step(struct rf_map *m, void *base, size_t end)
-{
-	size_t len = RF_MAP_STEP - m->done % RF_MAP_STEP;
-
-	if (len > end - m->done)
-		len = end - m->done;
-	if (madvise((char *)base + m->done, len, MADV_POPULATE_WRITE))
-		m->failed = true;
-	else
-		m->done += len;
-}
-
-/*
  * A load (routefile_load_fd(), routefile_load_buf()): the file is read and
  * parsed on a thread of its own while the writer applies what is parsed.
  * The parser publishes its progress under the lock; the applier reads ops
@@ -202,7 +160,6 @@ struct rf_pipe {
 	const char *buf;
 	size_t len;
 	bool full; /* the ops array is full: the file grew while it was read */
-	struct rf_map journal_map; /* the journal's pages it mapped for the applier */
 	void **old;
 	size_t n_old, cap_old;
 };
@@ -252,7 +209,6 @@ struct routefile {
 	uint64_t run_at;                   /* its last run: ops are applied, and undone, in order */
 	uint64_t apply_total;              /* ops in all, as far as it knows (0: not yet) */
 	uint64_t parse_ns, waited_ns;      /* a load's: see struct routefile_result */
-	struct rf_map ops_map;             /* the ops' pages the applier mapped for the parser */
 
 	/* The apply's undo journal. */
 	struct rf_undo *journal;
@@ -1600,15 +1556,8 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		};
 	}
 	rf_rec_pack(op, &rf->ops[rf->n_ops++]);
-	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0) {
-		size_t end = (size_t)rf->cap_journal * sizeof(*rf->journal);
-
+	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0)
 		rf_pipe_publish(rf, false, 0, NULL);
-		/* The journal entries of the next batch too: the applier may come soon. */
-		if (rf_map_due(&rf->pipe->journal_map,
-			       (rf->n_ops + RF_PIPE_BATCH) * sizeof(*rf->journal), end))
-			rf_map_step(&rf->pipe->journal_map, rf->journal, end);
-	}
 	return 0;
 }
 
@@ -2115,7 +2064,6 @@ static int rf_bad_lines_error(const struct routefile *rf, struct errbuf *err)
 static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 {
 	struct rf_pipe *pp = rf->pipe;
-	size_t ops_end = (size_t)rf->cap_ops * sizeof(*rf->ops);
 	uint64_t n;
 	bool bad;
 
@@ -2130,20 +2078,8 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 	if (!pp->done && !pp->bad && pp->published < i + want) {
 		uint64_t t0 = rf_now_ns();
 
-		while (!pp->done && !pp->bad && pp->published < i + want) {
-			size_t pub = pp->published * sizeof(*rf->ops);
-
-			/* Where the parser writes already, a step from its start. */
-			if (rf->ops_map.done < pub)
-				rf->ops_map.done = pub - pub % RF_MAP_STEP;
-			if (rf_map_due(&rf->ops_map, pub + RF_MAP_AHEAD, ops_end)) {
-				pthread_mutex_unlock(&pp->lock);
-				rf_map_step(&rf->ops_map, rf->ops, ops_end);
-				pthread_mutex_lock(&pp->lock);
-			} else {
-				pthread_cond_wait(&pp->more, &pp->lock);
-			}
-		}
+		while (!pp->done && !pp->bad && pp->published < i + want)
+			pthread_cond_wait(&pp->more, &pp->lock);
 		rf->waited_ns += rf_now_ns() - t0;
 	}
 	n = pp->published;
@@ -2390,7 +2326,6 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	if (!rf->ops || !rf->runs || !rf->journal)
 		goto unmap;
 	rf->cap_ops = rf->cap_runs = rf->cap_journal = cap;
-	rf->ops_map = (struct rf_map){ 0 };
 	pp->fd = fd;
 	pp->buf = buf;
 	pp->len = len;

@@ -740,7 +740,8 @@ static void answers_split(struct tnode *half, const struct tnode *in, unsigned l
 	for (unsigned long j = 0; j < child_length(&half->n); j++) {
 		uintptr_t s = in->child[lo + j];
 
-		if (!(s & SLOT_ROUTE) || s == SLOT_ROUTE || slot_writer(half->child[j]))
+		/* An answer in in's slot: the child is empty there, and so in @half. */
+		if (!(s & SLOT_ROUTE) || s == SLOT_ROUTE)
 			continue;
 		/* Runs of children share an answer: its route is read once a run. */
 		if (s != last) {

@@ -7,6 +7,7 @@ pkgs=(build-essential autoconf automake libtool pkg-config gzip
       liburcu-dev libmnl-dev libyang2-dev libyang2-tools libcmocka-dev libreadline-dev
       python3 valgrind iproute2 util-linux procps bc clang libclang-rt-14-dev strace
       python3-prometheus-client  # the metrics test reads a scrape with Prometheus's parser
+      jq  # an example in the docs pipes lcfibctl -j into jq; test_docs.sh runs that example
       time  # GNU time: test_stream.sh reads lcfibctl's peak memory with /usr/bin/time
       frr)  # zebra and dplane_fpm_nl for the FPM feed's tests
 if [ "${1:-}" = "--bench" ]; then

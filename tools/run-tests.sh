@@ -9,7 +9,7 @@ shift || true
 [ $# -gt 0 ] || set -- --enable-werror
 
 "$top/tools/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
-cd "$top"
+cd "$top" || { echo "0 passed, 1 failed"; exit 1; }
 "$top/tools/build.sh" "$dir" "$@" || { echo "0 passed, 1 failed"; exit 1; }
 status=0
 make -C "$dir" -j"$(nproc)" check >"$dir/check.out" 2>&1 || status=$?

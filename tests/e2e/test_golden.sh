@@ -18,6 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 
 GOLDEN_DIR=$E2E_SRCDIR/tests/golden
+SRCDIR_REAL=$(cd "$E2E_SRCDIR" && pwd -P)
 SOCK=
 
 # The output of `lcfibctl ARGS...`, in the .out format.
@@ -44,7 +45,7 @@ golden()
 	# lcfibctl names files by their real path: in make distcheck the source
 	# folder is given as .../_build/sub/../.. .
 	golden_output "$@" | sed -e "s|$E2E_SRCDIR|@SRCDIR@|g" \
-		-e "s|$(cd "$E2E_SRCDIR" && pwd -P)|@SRCDIR@|g" -e "s|$T|@TMP@|g" >"$got"
+		-e "s|$SRCDIR_REAL|@SRCDIR@|g" -e "s|$T|@TMP@|g" >"$got"
 	if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
 		cmp -s "$got" "$want" 2>/dev/null && return 0
 		cp "$got" "$want"

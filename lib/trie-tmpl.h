@@ -234,11 +234,13 @@ _Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
  * A descent that came down without skipping a bit (each node's index right
  * below its parent's, the root's at the top) has a key inside every node it
  * passed, and ends there with the answer in the one slot it read, where
- * backtracking took three or four more dependent reads. Without such a
- * prefix the slot stays 0. The root, while its fallbacks are published
- * and if it has no skipped bits (pos + bits = KEYLEN, so that the prefixes
- * in it are all there are), holds its fallback entries in its empty slots,
- * none included (bit 0 alone): the same routes, and the full answer.
+ * backtracking took three or four more dependent reads; one that skipped
+ * bits reads N's header to tell (key_inside()): IPv6's paths nearly all
+ * skip bits. Without such a prefix the slot stays 0. The root, while its
+ * fallbacks are published and if it has no skipped bits (pos + bits =
+ * KEYLEN, so that the prefixes in it are all there are), holds its
+ * fallback entries in its empty slots, none included (bit 0 alone): the
+ * same routes, and the full answer.
  *
  * The writer keeps every answer right whenever a reader can see it (set
  * before a new node is published, set again when a prefix that can be named
@@ -365,6 +367,16 @@ static inline bool prefix_mismatch(TKEY key, const struct node *n)
 	TKEY prefix = n->key;
 
 	return ((key ^ prefix) & (prefix | -prefix)) != 0;
+}
+
+/*
+ * Reader: whether @key is inside @tn (agrees with its key above its index
+ * bits). An answer in an empty slot of tn holds for such a key (see
+ * SLOT_ROUTE) however the descent came to tn.
+ */
+static inline bool key_inside(const struct tnode *tn, TKEY key)
+{
+	return !key_shr(key ^ tn->n.key, tn->n.pos + tn->n.bits);
 }
 
 /* Whether @n is an internal node directly under @tn with no skipped bits. */
@@ -1862,6 +1874,7 @@ static const uintptr_t *backtrack(const struct tnode **pnp, unsigned long *cip,
 
 			if (!pn)
 				return NULL;
+			TRIE_READ(TRIE_READ_TAIL);
 			pp = rcu_dereference(pn->parent);
 			if (!pp)
 				return NULL;
@@ -1939,21 +1952,32 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 
 	for (;;) {
 		if (n) {
-			enum tail_step step = tail_visit(key, n, &r);
+			enum tail_step step;
+
+			TRIE_READ(TRIE_READ_TAIL);
+			step = tail_visit(key, n, &r);
 
 			if (step == TAIL_FOUND)
 				return r;
 			if (step == TAIL_DESCEND) {
+				TRIE_READ(TRIE_READ_TAIL);
 				n = child_rcu(node_tnode(n), 0);
 				continue;
 			}
 		}
 		/* At the root, the fallbacks answer (the kernel's descent may stop there). */
-		if (fb && pn == fb->root)
+		if (fb && pn == fb->root) {
+			TRIE_READ(TRIE_READ_FB);
 			return fb_match(fb, cindex);
+		}
 		slot = backtrack(&pn, &cindex, fb_root(fb));
-		if (!slot)
-			return fb && pn == fb->root ? fb_match(fb, cindex) : NULL;
+		if (!slot) {
+			if (!fb || pn != fb->root)
+				return NULL;
+			TRIE_READ(TRIE_READ_FB);
+			return fb_match(fb, cindex);
+		}
+		TRIE_READ(TRIE_READ_TAIL);
 		n = slot_node(slot_load(slot));
 	}
 }
@@ -1962,6 +1986,7 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 					      const struct root_fb *fb)
 {
+	const struct node *root __attribute__((unused)) = n;
 	const struct tnode *pn = NULL;
 	unsigned long cindex = 0;
 
@@ -1971,11 +1996,15 @@ static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 
 		if ((index >> n->bits) || node_is_leaf(n))
 			break;
+		/* Each header but the root's (in cache), as the batch's lanes count them. */
+		if (n != root)
+			TRIE_READ(TRIE_READ_TAIL);
 		/* Remember where backtracking may find a shorter prefix. */
 		if (SLEN_LOAD(n->slen) > n->pos) {
 			pn = node_tnode(n);
 			cindex = (unsigned long)index;
 		}
+		TRIE_READ(TRIE_READ_TAIL);
 		n = child_rcu(node_tnode(n), (unsigned long)index);
 	}
 	return lookup_tail(key, n, pn, cindex, fb);
@@ -2040,6 +2069,7 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 	struct fast_end e = { 0 };
 
 	while (slot_bits(s)) {
+		TRIE_READ(e.pn ? TRIE_READ_SLOT : TRIE_READ_ROOT);
 		whole &= slot_pos(s) + slot_bits(s) == above;
 		above = slot_pos(s);
 		e.pn = node_tnode(slot_node(s));
@@ -2048,8 +2078,12 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 		s = slot_load(&e.pn->child[e.cindex]);
 	}
 	if (s & SLOT_ROUTE) {
-		/* An answer, if the key is inside the node (see SLOT_ROUTE); else an empty slot. */
-		if (whole) {
+		/*
+		 * An answer, if the key is inside the node (see SLOT_ROUTE): so
+		 * if no bit was skipped on the way, else as its header says (a
+		 * read, where backtracking would take many); else an empty slot.
+		 */
+		if (whole || (e.pn && (TRIE_READ(TRIE_READ_HEADER), key_inside(e.pn, key)))) {
 			e.routed = true;
 			e.r = slot_route(s);
 			return e;
@@ -2072,6 +2106,7 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 	if (e.covers)
 		return &e.l->r[0];
 	if (e.l) {
+		TRIE_READ(TRIE_READ_LEAF);
 		r = leaf_match(e.l, key);
 		if (r)
 			return r;
@@ -2080,8 +2115,10 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 	if (!e.pn)
 		return NULL;
 	fb = fb_for(rcu_dereference(t->fb), key);
-	if (fb && e.pn == fb->root)
+	if (fb && e.pn == fb->root) {
+		TRIE_READ(TRIE_READ_FB);
 		return fb_match(fb, e.cindex);
+	}
 	/*
 	 * Where the key left the kernel's path above pn (a skipped bit
 	 * differs), climbing back from pn would visit every node below the
@@ -2096,6 +2133,7 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 	 */
 	if (!RESUME_DESCENT || !e.l || key_shr(key ^ e.l->n.key, e.pos) != 0)
 		return lookup_full(t, key, fb);
+	TRIE_READ(TRIE_READ_TAIL); /* pn's header and slen bytes, as the batch prefetches them */
 	return lookup_tail(key, NULL, e.pn, e.cindex, fb);
 }
 
@@ -2127,6 +2165,7 @@ static inline void lane_to_fb(struct lane *l, const struct root_fb *fb)
 {
 	l->slot = &fb->route[l->cindex];
 	l->phase = LANE_FB;
+	TRIE_READ(TRIE_READ_FB);
 	__builtin_prefetch(l->slot);
 }
 
@@ -2163,6 +2202,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		}
 		l->slot = &node_tnode(x)->child[(unsigned long)index];
 		l->phase = LANE_DESC_SLOT;
+		TRIE_READ(TRIE_READ_TAIL);
 		__builtin_prefetch(l->slot);
 		return false;
 	case LANE_DESC_SLOT:
@@ -2171,6 +2211,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		if (x) {
 			l->n = x;
 			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
+			TRIE_READ(TRIE_READ_TAIL);
 			__builtin_prefetch(x);
 			return false;
 		}
@@ -2187,6 +2228,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		case TAIL_DESCEND:
 			l->slot = &node_tnode(l->n)->child[0];
 			l->phase = LANE_TAIL_SLOT;
+			TRIE_READ(TRIE_READ_TAIL);
 			__builtin_prefetch(l->slot);
 			return false;
 		case TAIL_BACKTRACK:
@@ -2214,6 +2256,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		return true;
 	}
 	l->phase = LANE_TAIL_SLOT;
+	TRIE_READ(TRIE_READ_TAIL);
 	__builtin_prefetch(l->slot);
 	return false;
 }
@@ -2277,6 +2320,7 @@ static inline void slow_add(struct slow_set *ss, const TKEY *key, const struct f
 		}
 		lane_to_root(l, ss->root);
 	} else {
+		TRIE_READ(TRIE_READ_TAIL);
 		__builtin_prefetch(pn);
 	}
 	ss->idx[ss->n++] = i;
@@ -2289,12 +2333,16 @@ enum fast_phase {
 	FAST_SLOT, /* the slot of pn at cindex */
 	FAST_LEAF, /* the leaf l */
 	FAST_FB,   /* the root's fallback at cindex */
+	FAST_HEAD, /* pn's header: is the key inside pn, so that the answer r holds? */
 };
 
 struct fast_lane {
 	const struct tnode *pn;
 	unsigned long cindex;
-	const struct leaf *l;
+	union {
+		const struct leaf *l;      /* FAST_LEAF */
+		const struct fib_route *r; /* FAST_HEAD */
+	};
 	unsigned int i; /* its address */
 	uint8_t phase;  /* enum fast_phase */
 	uint8_t above;  /* pn's pos */
@@ -2313,6 +2361,7 @@ static inline bool fast_lane_miss(struct fast_lane *ln, const struct leaf *lf,
 {
 	if (ln->pn == fb_root(fb) && fb_for(fb, key)) {
 		ln->phase = FAST_FB;
+		TRIE_READ(TRIE_READ_FB);
 		__builtin_prefetch(&fb->route[ln->cindex]);
 		return false;
 	}
@@ -2336,6 +2385,7 @@ static inline bool fast_lane_slot(struct fast_lane *ln, uintptr_t s, const struc
 		ln->pn = node_tnode(slot_node(s));
 		ln->cindex = slot_index(s, key[i]);
 		ln->phase = FAST_SLOT;
+		TRIE_READ(TRIE_READ_SLOT);
 		__builtin_prefetch(&ln->pn->child[ln->cindex]);
 		return false;
 	}
@@ -2344,7 +2394,12 @@ static inline bool fast_lane_slot(struct fast_lane *ln, uintptr_t s, const struc
 			res[i] = slot_route(s);
 			return true;
 		}
-		s = 0;
+		/* A bit skipped on the way: pn's header says whether the answer holds. */
+		ln->r = slot_route(s);
+		ln->phase = FAST_HEAD;
+		TRIE_READ(TRIE_READ_HEADER);
+		__builtin_prefetch(ln->pn);
+		return false;
 	}
 	if (!s)
 		return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
@@ -2354,6 +2409,7 @@ static inline bool fast_lane_slot(struct fast_lane *ln, uintptr_t s, const struc
 		return true;
 	}
 	ln->phase = FAST_LEAF;
+	TRIE_READ(TRIE_READ_LEAF);
 	__builtin_prefetch(ln->l);
 	return false;
 }
@@ -2370,6 +2426,12 @@ static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb
 	case FAST_LEAF:
 		res[i] = leaf_match(ln->l, key[i]);
 		return res[i] ? true : fast_lane_miss(ln, ln->l, fb, key[i], ss, key, res);
+	case FAST_HEAD:
+		if (key_inside(ln->pn, key[i])) {
+			res[i] = ln->r;
+			return true;
+		}
+		return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
 	default: /* FAST_FB */
 		res[i] = fb_match(fb, ln->cindex);
 		return true;
@@ -2392,8 +2454,10 @@ struct root_stream {
 
 static inline void root_prefetch(struct root_stream *rs, const TKEY *key, unsigned int n)
 {
-	if (rs->ahead < n)
+	if (rs->ahead < n) {
+		TRIE_READ(TRIE_READ_ROOT);
 		__builtin_prefetch(&rs->root->child[slot_index(rs->slot, key[rs->ahead++])]);
+	}
 }
 
 /*

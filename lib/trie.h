@@ -67,6 +67,35 @@ typedef int trie_edit_fn(void *ctx, const struct fib_route *old, unsigned int n_
  */
 extern unsigned int trie_batch_min_leaves;
 
+/*
+ * What a lookup reads, counted by kind on the calling thread, in a build
+ * with TRIE_READ_STATS defined (tests/bench/bench_fib_reads: the
+ * library's lookups compiled again with it); other builds count nothing.
+ * Each count is one memory object a lookup waits for, where the batch
+ * prefetches (the root's slot of an address, each slot below it, a leaf,
+ * a header, a fallback entry), and in steps 2-3 each node, slot or parent
+ * read: the dependent misses a lookup can take, if none is in cache. The
+ * counts do not depend on where objects lie (a header counts even where
+ * it shares a cache line with the slot just read), so a table, a seed and
+ * a build give the same counts on any machine.
+ */
+enum trie_read {
+	TRIE_READ_ROOT,   /* the root node's slot for the key */
+	TRIE_READ_SLOT,   /* a slot further down, in the descent by index bits */
+	TRIE_READ_LEAF,   /* a leaf whose prefixes are compared with the key */
+	TRIE_READ_HEADER, /* a node's header: is the key inside it (an answer slot's test) */
+	TRIE_READ_FB,     /* an entry of the root's fallbacks */
+	TRIE_READ_TAIL,   /* steps 2-3: a header, a slot or a climb to a parent */
+	TRIE_READ_KINDS
+};
+
+#ifdef TRIE_READ_STATS
+extern __thread uint64_t trie_reads[TRIE_READ_KINDS];
+#define TRIE_READ(kind) ((void)trie_reads[kind]++)
+#else
+#define TRIE_READ(kind) ((void)0)
+#endif
+
 #define TRIE_DECLARE(T, KEY)                                                                       \
 	struct T;                                                                                  \
 	/* Returns NULL with errno set. Nodes come from @m and are retired to @rc. */              \

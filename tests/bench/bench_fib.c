@@ -22,6 +22,10 @@
  *   lookups  only when named: the full table loaded as in full, then
  *            full's lookup rows alone, every pass printed. For A/B runs
  *            of two builds of the library (a minute less than full).
+ *   reads    only in tests/bench/bench_fib_reads (the library's lookups
+ *            built with TRIE_READ_STATS), and only when named: the memory
+ *            objects a lookup reads, counted by kind, on full's
+ *            addresses, beside DIR-24-8's reads of the same IPv4 ones.
  *
  * Lookup addresses are made before the clock starts and reused over
  * several passes; every result feeds a checksum, so no lookup can be
@@ -1289,6 +1293,119 @@ static int section_lookups(struct bench *b)
 	return 0;
 }
 
+#ifdef TRIE_READ_STATS
+/* ------------------------------------------------------- section reads */
+
+static const char *const read_name[TRIE_READ_KINDS] = {
+	[TRIE_READ_ROOT] = "root",     [TRIE_READ_SLOT] = "slot",   [TRIE_READ_LEAF] = "leaf",
+	[TRIE_READ_HEADER] = "header", [TRIE_READ_FB] = "fallback", [TRIE_READ_TAIL] = "steps 2-3",
+};
+
+/* One row: the reads per lookup of @n lookups, by kind, and in all. */
+static void print_reads_row(const char *family, const char *addrs, const char *api,
+			    const uint64_t *reads, size_t n)
+{
+	uint64_t all = 0;
+
+	printf("%-6s %-20s %-30s", family, addrs, api);
+	for (int k = 0; k < TRIE_READ_KINDS; k++) {
+		printf(" %9.3f", (double)reads[k] / (double)n);
+		all += reads[k];
+	}
+	printf(" %9.3f\n", (double)all / (double)n);
+}
+
+/* What @pass reads, on this thread, in one pass over @n addresses. */
+static void count_reads(void (*pass)(struct lk_job *, size_t), const void *ctx, const void *addr,
+			size_t n, uint64_t *reads)
+{
+	struct lk_job j = { .ctx = ctx, .addr = addr, .n = n };
+
+	memset(trie_reads, 0, sizeof(trie_reads));
+	pass(&j, n);
+	memcpy(reads, trie_reads, sizeof(trie_reads));
+	bench_sink += j.sum;
+}
+
+/*
+ * DIR-24-8 (rte_lpm, and rte_fib's dir24_8) reads one tbl24 entry per
+ * lookup, and a tbl8 entry too where the address's /24 holds a prefix
+ * longer than /24: the share of @a whose /24 does, from the table itself.
+ */
+static double dir24_reads(const struct bench *b, const uint32_t *a, size_t n)
+{
+	uint64_t *ext = xcalloc((1u << 24) / 64, sizeof(uint64_t));
+	size_t twice = 0;
+
+	for (size_t i = 0; i < b->t.n4; i++) {
+		uint32_t k = addr_key4(&b->t.v4[i].a) >> 8;
+
+		if (b->t.v4[i].plen > 24)
+			ext[k / 64] |= (uint64_t)1 << (k % 64);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = a[i] >> 8;
+
+		twice += (ext[k / 64] >> (k % 64)) & 1;
+	}
+	free(ext);
+	return 1.0 + (double)twice / (double)n;
+}
+
+/*
+ * Section reads (tests/bench/bench_fib_reads only, the library's lookups
+ * built with TRIE_READ_STATS): how many memory objects a lookup reads, by
+ * kind, on the full table and section full's addresses, beside what
+ * DIR-24-8 reads for the same IPv4 addresses. Counts, not times: the
+ * same on every machine for a table, a seed and a build.
+ */
+static int section_reads(struct bench *b)
+{
+	const char *n6[2] = { "inside prefixes", "random in 2000::/3" };
+	struct fib_state st[3];
+	struct load_fig lf6;
+	const struct fib_table *tb4, *tb6;
+	uint64_t rss[3], reads[TRIE_READ_KINDS];
+
+	print_title("reads: memory objects a lookup reads (counted, not timed)");
+	if (load_full_table(b, "reads", st, rss, &lf6))
+		return -1;
+	if (main_tables(b, &tb4, &tb6))
+		return -1;
+	bench_addrs4(b);
+	bench_addrs6(b);
+	printf("one pass over IPv4: %zu addresses, IPv6: %zu; per lookup, by kind (lib/trie.h, "
+	       "enum "
+	       "trie_read)\n",
+	       b->n_addr4, b->n_addr6);
+	printf("%-6s %-20s %-30s", "family", "addresses", "API");
+	for (int k = 0; k < TRIE_READ_KINDS; k++)
+		printf(" %9s", read_name[k]);
+	printf(" %9s\n", "all");
+	fib_reader_register();
+	for (int k = 0; k < ADDR_KINDS; k++) {
+		count_reads(pass_lc4_single, tb4, b->a4[k], b->n_addr4, reads);
+		print_reads_row("IPv4", addr_kind_name[k], "fib_lookup4_rcu", reads, b->n_addr4);
+		count_reads(pass_lc4_batch, tb4, b->a4[k], b->n_addr4, reads);
+		print_reads_row("IPv4", addr_kind_name[k], "fib_lookup4_batch_rcu", reads,
+				b->n_addr4);
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct in6_addr *a6 = k ? b->a6_global : b->a6_inside;
+
+		count_reads(pass_lc6_single, tb6, a6, b->n_addr6, reads);
+		print_reads_row("IPv6", n6[k], "fib_lookup6_rcu", reads, b->n_addr6);
+		count_reads(pass_lc6_batch, tb6, a6, b->n_addr6, reads);
+		print_reads_row("IPv6", n6[k], "fib_lookup6_batch_rcu", reads, b->n_addr6);
+	}
+	fib_reader_unregister();
+	for (int k = 0; k < ADDR_KINDS; k++)
+		printf("DIR-24-8 (rte_lpm, rte_fib dir24_8), IPv4 %s: %.3f reads a lookup\n",
+		       addr_kind_name[k], dir24_reads(b, b->a4[k], b->n_addr4));
+	return 0;
+}
+#endif
+
 /* --------------------------------------------------------- section dpdk */
 
 #ifdef HAVE_DPDK
@@ -2272,6 +2389,9 @@ static const struct {
 	{ "machine", section_machine, false }, { "full", section_full, false },
 	{ "dpdk", section_dpdk, false },       { "sweep", section_sweep, false },
 	{ "syncmem", section_syncmem, false }, { "lookups", section_lookups, true },
+#ifdef TRIE_READ_STATS
+	{ "reads", section_reads, true },
+#endif
 };
 
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))

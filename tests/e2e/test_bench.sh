@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# tests/bench/bench_fib_reads, the benchmark whose lookups count what they
+# read (lib/trie.h, TRIE_READ_STATS): single and batch lookups read the
+# same memory objects for the same addresses (the batch is the same
+# algorithm, its reads interleaved), and IPv6 lookups inside the table's
+# prefixes take their answer from the slot their descent ends at instead
+# of backtracking (issue 9, the thirteenth round). Counts, not times: the
+# same for a table, a seed and a build on any machine. See
+# tests/e2e/lib.sh for the harness.
+#
+# Needs: bash, awk, the full table in tests/data.
+
+# shellcheck disable=SC2317 # functions run through t_run and t_case
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+BENCH_READS=$E2E_BUILDDIR/tests/bench/bench_fib_reads
+
+# reads_run: section reads of the quick run, its table in $T/reads (one
+# run for both tests: the counts of a build, a table and a seed are fixed).
+reads_run()
+{
+	if [ ! -s "$T/reads" ]; then
+		[ -x "$BENCH_READS" ] || fail "$BENCH_READS is not built (make builds it)"
+		[ -r "$FULLVIEW_GZ" ] || t_skip "no full table at $FULLVIEW_GZ"
+		LCFIB_DATA=$LCFIB_DATA "$BENCH_READS" --quick --section reads >"$T/reads.out" \
+			2>"$T/reads.err" || fail "bench_fib_reads failed: $(tail -3 "$T/reads.err")"
+		mv "$T/reads.out" "$T/reads"
+	fi
+	cat "$T/reads"
+}
+
+# Each family and address kind has a single and a batch row with the same
+# counts; every lookup reads the root's slot; DIR-24-8 is beside them.
+test_single_and_batch_lookups_read_the_same()
+{
+	reads_run
+	awk '
+	/^IPv[46] / {
+		n = split($0, f, /  +/)
+		key = $1 " " f[2]
+		api = f[3]
+		counts = ""
+		for (i = 4; i <= n; i++)
+			counts = counts " " f[i]
+		if (api ~ /batch/)
+			batch[key] = counts
+		else
+			single[key] = counts
+		if (f[4] + 0 < 1)
+			bad = bad "\n" key " " api ": root " f[4] " reads a lookup, below 1"
+	}
+	/^DIR-24-8 / { dir++ }
+	END {
+		for (k in single) {
+			rows++
+			if (!(k in batch))
+				bad = bad "\n" k ": no batch row"
+			else if (single[k] != batch[k])
+				bad = bad "\n" k ": single" single[k] " but batch" batch[k]
+		}
+		if (rows != 4)
+			bad = bad "\n" rows + 0 " single rows, not 4"
+		if (dir != 2)
+			bad = bad "\n" dir + 0 " DIR-24-8 lines, not 2"
+		if (bad != "") {
+			print "bench_fib_reads:" bad > "/dev/stderr"
+			exit 1
+		}
+	}' "$T/reads" || fail "the reads of single and batch lookups differ (above)"
+}
+
+# An answer slot reached after skipped bits is checked against its node's
+# header (one read) instead of treated as empty: IPv6 lookups inside table
+# prefixes spent 2.1 reads a lookup in steps 2-3 before, 0.2 after.
+test_ipv6_lookups_inside_prefixes_rarely_backtrack()
+{
+	local tail
+	reads_run >/dev/null
+	tail=$(awk '/^IPv6 +inside prefixes +fib_lookup6_rcu/ { print $(NF - 1) }' "$T/reads")
+	[ -n "$tail" ] || fail "no IPv6 inside-prefixes row in $(cat "$T/reads")"
+	echo "# IPv6 inside prefixes: $tail reads a lookup in steps 2-3"
+	below "$tail" 0.5 || fail "IPv6 lookups inside prefixes read $tail objects in steps 2-3 (0.2 expected)"
+}
+
+e2e_init
+t_run test_single_and_batch_lookups_read_the_same
+t_run test_ipv6_lookups_inside_prefixes_rarely_backtrack
+t_summary

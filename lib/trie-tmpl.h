@@ -1986,7 +1986,6 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 					      const struct root_fb *fb)
 {
-	const struct node *root __attribute__((unused)) = n;
 	const struct tnode *pn = NULL;
 	unsigned long cindex = 0;
 
@@ -1996,9 +1995,8 @@ static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 
 		if ((index >> n->bits) || node_is_leaf(n))
 			break;
-		/* Each header but the root's (in cache), as the batch's lanes count them. */
-		if (n != root)
-			TRIE_READ(TRIE_READ_TAIL);
+		TRIE_READ(TRIE_READ_TAIL); /* the header (where the loop stops, lookup_tail() counts
+					      it) */
 		/* Remember where backtracking may find a shorter prefix. */
 		if (SLEN_LOAD(n->slen) > n->pos) {
 			pn = node_tnode(n);
@@ -2083,7 +2081,11 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 		 * if no bit was skipped on the way, else as its header says (a
 		 * read, where backtracking would take many); else an empty slot.
 		 */
-		if (whole || (e.pn && (TRIE_READ(TRIE_READ_HEADER), key_inside(e.pn, key)))) {
+		if (!whole && e.pn) {
+			TRIE_READ(TRIE_READ_HEADER);
+			whole = key_inside(e.pn, key);
+		}
+		if (whole) {
 			e.routed = true;
 			e.r = slot_route(s);
 			return e;
@@ -2172,6 +2174,7 @@ static inline void lane_to_fb(struct lane *l, const struct root_fb *fb)
 /* Lane @l starts over with the kernel's descent from @root. */
 static inline void lane_to_root(struct lane *l, const struct node *root)
 {
+	TRIE_READ(TRIE_READ_TAIL); /* the root's header, as lookup_full_at() counts it */
 	l->n = root;
 	l->pn = NULL;
 	l->cindex = 0;

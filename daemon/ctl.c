@@ -1330,6 +1330,14 @@ void ctl_conn_resume(struct lcfibd *d, struct ctl_conn *c)
 
 /* ---------------------------------------------------- connections */
 
+/* The event of a connection closed earlier in the same round: nothing to do. */
+static void ctl_conn_deaf(struct lcfibd *d, struct lcfibd_source *s, uint32_t events)
+{
+	(void)d;
+	(void)s;
+	(void)events;
+}
+
 static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 {
 	struct ctl_conn **pp;
@@ -1363,7 +1371,22 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	free(c->wbuf);
 	free(c->sbuf);
 	free(c->kbuf);
-	free(c);
+	c->rbuf = c->wbuf = NULL;
+	c->sbuf = NULL;
+	c->kbuf = NULL;
+	c->src.fn = ctl_conn_deaf;
+	c->next = d->closed;
+	d->closed = c;
+}
+
+void ctl_reap(struct lcfibd *d)
+{
+	while (d->closed) {
+		struct ctl_conn *c = d->closed;
+
+		d->closed = c->next;
+		free(c);
+	}
 }
 
 /*
@@ -1595,6 +1618,7 @@ void ctl_close_all(struct lcfibd *d)
 {
 	while (d->conns)
 		ctl_conn_close(d, d->conns);
+	ctl_reap(d);
 	if (d->listen_fd >= 0) {
 		close(d->listen_fd);
 		unlink(d->socket_path);

@@ -78,6 +78,14 @@ void ctl_reply_lines(struct lcfibd *d, struct ctl_conn *c, uint32_t id, const ch
  * some have more, so that the loop comes back without waiting.
  */
 bool ctl_serve(struct lcfibd *d);
+/*
+ * Loop thread, after each round of events: frees the connections closed
+ * during it. Until then a closed one stays in memory, deaf, because
+ * epoll_wait() may have returned an event for it that the round has not
+ * handled yet (its client went while the writer's progress or its job's
+ * end closed it: a use after free, seen as a crash on a load's Ctrl-C).
+ */
+void ctl_reap(struct lcfibd *d);
 /* Loop thread, every second: drops peers that left too much unread for too long. */
 void ctl_tick(struct lcfibd *d);
 /*

@@ -111,6 +111,11 @@ struct lcfibd {
 	/* the event loop */
 	int epfd, sigfd, timerfd, listen_fd;
 	struct ctl_conn *conns;
+	/*
+	 * Connections closed during this round of events, freed after it
+	 * (ctl_reap()): a later event of the same round may still name one.
+	 */
+	struct ctl_conn *closed;
 	const struct ctl_rpcs *rpcs; /* the RPCs ctl.c dispatches (rpc.c's table) */
 	bool stop;
 	struct timespec started;

@@ -489,6 +489,7 @@ static void loop_run(struct lcfibd *d)
 			src->fn(d, src, ev[i].events);
 		}
 		more = ctl_serve(d);
+		ctl_reap(d); /* after the round: its events may name a connection it closed */
 	}
 }
 

@@ -1995,8 +1995,8 @@ static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 
 		if ((index >> n->bits) || node_is_leaf(n))
 			break;
-		TRIE_READ(TRIE_READ_TAIL); /* the header (where the loop stops, lookup_tail() counts
-					      it) */
+		/* Its header (where the loop stops, lookup_tail() counts it), then the slot. */
+		TRIE_READ(TRIE_READ_TAIL);
 		/* Remember where backtracking may find a shorter prefix. */
 		if (SLEN_LOAD(n->slen) > n->pos) {
 			pn = node_tnode(n);

@@ -1375,6 +1375,7 @@ static void ctl_conn_close(struct lcfibd *d, struct ctl_conn *c)
 	c->sbuf = NULL;
 	c->kbuf = NULL;
 	c->src.fn = ctl_conn_deaf;
+	c->dead = true; /* never ready, and settling it again does nothing */
 	c->next = d->closed;
 	d->closed = c;
 }

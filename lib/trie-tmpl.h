@@ -137,7 +137,8 @@ struct TRIE {
  * Each can be set at build time (CPPFLAGS=-DINFLATE_THRESHOLD=65) to measure
  * another trade; an inflate threshold must stay above its halve threshold,
  * or a node halves right after it inflates, and back (see docs/BENCHMARKS.md,
- * issue 9's sixth round: none of those tried beat these).
+ * issue 9's sixth round: none of those tried beat these for IPv4).
+ * lib/trie6.c sets IPv6's before this: the root's pair for every node.
  */
 #ifndef HALVE_THRESHOLD
 #define HALVE_THRESHOLD 25

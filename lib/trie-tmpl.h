@@ -184,6 +184,14 @@ struct TRIE {
 #define RESUME_DESCENT (KEYLEN == 32)
 /* Inflate or halve steps per node per resize: bounds the work of one update. */
 #define MAX_WORK 10
+/*
+ * Inflate steps made in one go (see census_unit()). tests/trie4_stepwise.c
+ * builds the tries again with 1, the kernel's way, for test_trie to check
+ * that both give the same trie.
+ */
+#ifndef INFLATE_STEPS_MAX
+#define INFLATE_STEPS_MAX MAX_WORK
+#endif
 
 /* The trie's counters: the writer alone adds, any thread reads (uatomic_read). */
 #define STAT_ADD(field, v) uatomic_set(&(field), (field) + (v))
@@ -733,128 +741,228 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
 }
 
 /*
- * Writer: the answers of @half, a node inflate() made of children [lo, lo
- * + its size) of the full node @in, copied from in's (see SLOT_ROUTE):
- * the children are the same, so is the longest prefix that covers one,
- * except where its leaf is outside @half. Such a prefix covers from below
- * lo to past it; prefixes are aligned, so it covers all of @in and sits at
- * in's first key, in the lower half. In the upper half (lo > 0) the slot
- * then has none: a longer prefix in @half covering the child would have
- * been in's answer. answers_new() found the same by reading down every
- * child: a sixth of a load one route at a time in file order, a tenth now.
+ * Inflating a node k times in a row, as the kernel does, builds k - 1
+ * nodes only to split them again: each step halves every full child (a
+ * child with no skipped bits) and makes the halves of two or more
+ * children nodes, full in their turn. The result of the k steps can be
+ * made in one: the node of k more bits takes each unit of the old one
+ * where its key puts it. A unit is a leaf, or a node whose bits all lie
+ * below the new node's (it moves as it is); or a node whose top m bits
+ * the new node absorbs (top = its pos + bits, m = top - the new pos),
+ * split into 2^m pieces where it has more bits than that, or else
+ * dissolved, each of its children a unit in turn. A piece of two or more
+ * children is a new node; one of one is that child, moved up (a half of
+ * one child gets no node in a step either). A one route at a time load in
+ * file order built, step by step, a third of the nodes it retired only
+ * to split them at the next step (docs/BENCHMARKS.md, issue 9's fifteenth
+ * round).
+ *
+ * What each step would see is counted first, without building: the
+ * nonempty plus full children that a unit makes in a node of pos @p
+ * (census_unit()). A piece of two children or more counts two (a full
+ * node), of one child one (that child has skipped bits there).
  */
-static void answers_split(struct tnode *half, const struct tnode *in, unsigned long lo)
+static unsigned long census_unit(uintptr_t s, unsigned int p);
+
+/* census_unit() of node @u, whose top bits a node of pos @p absorbs. */
+static unsigned long census_node(const struct tnode *u, unsigned int p)
 {
-	/* Whether in's child 0 may hold a prefix covering all of in: its slen copy tells. */
-	bool top = lo && child_slen(in)[0] >= in->n.pos + in->n.bits;
+	unsigned int m = u->n.pos + u->n.bits - p;
+	unsigned long used = 0, size;
+
+	if (m >= u->n.bits) {
+		for (unsigned long i = 0; i < child_length(&u->n); i++)
+			used += census_unit(slot_writer(u->child[i]), p);
+		return used;
+	}
+	size = child_length(&u->n) >> m;
+	for (unsigned long lo = 0; lo < child_length(&u->n); lo += size) {
+		unsigned long n = 0;
+
+		/* Two children make a full node: the rest of the piece need not be read. */
+		for (unsigned long j = lo; j < lo + size && n < 2; j++)
+			n += slot_writer(u->child[j]) != 0;
+		used += n;
+	}
+	return used;
+}
+
+static inline unsigned long census_unit(uintptr_t s, unsigned int p)
+{
+	unsigned int b = slot_bits(s), top = slot_pos(s) + b;
+
+	if (!s)
+		return 0;
+	if (!b || top < p)
+		return 1;
+	if (top == p)
+		return 2;
+	return census_node(node_tnode(slot_node(s)), p);
+}
+
+/*
+ * How many times in a row resize() inflates @tn (under @tp), at most
+ * @max: should_inflate() of the node each step would make, from the
+ * census of what that node would hold.
+ */
+static unsigned int inflate_steps(const struct tnode *tp, const struct tnode *tn, unsigned int max)
+{
+	unsigned int k, pos = tn->n.pos, bits = tn->n.bits;
+	unsigned long threshold = tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT;
+
+	if (!max || !should_inflate(tp, tn))
+		return 0;
+	for (k = 1; k < max && k < pos && bits + k < TRIE_MAX_BITS; k++) {
+		/* Step k + 1 needs this many (and two at least); counting stops there. */
+		unsigned long need = ((threshold << (bits + k)) + 49) / 50, used = 0;
+
+		if (need < 2)
+			need = 2;
+		for (unsigned long i = 0; i < child_length(&tn->n) && used < need; i++)
+			used += census_unit(slot_writer(tn->child[i]), pos - k);
+		if (used < need)
+			break;
+	}
+	return k;
+}
+
+/*
+ * Writer: the answers of @piece, a node inflate() made of piece @q of the
+ * 2^@m pieces of @in, copied from in's (see SLOT_ROUTE): the children are
+ * the same, so is the longest prefix that covers one, except where its
+ * leaf is outside @piece. A prefix no wider than the piece sits in it. A
+ * wider one sits at the first key of its range, which starts a piece: in
+ * @piece only if that piece is q. One that starts an earlier piece hangs
+ * down the child-0 chain of that piece's first child, so the slen copies
+ * of the earlier pieces' first children (@wide: the largest) tell whether
+ * there can be one; without one, every answer is kept without reading its
+ * route. answers_new() found the same by reading down every child: a
+ * sixth of a load one route at a time in file order, a tenth now.
+ */
+static void answers_split(struct tnode *piece, const struct tnode *in, unsigned long q,
+			  unsigned int m, unsigned int wide)
+{
+	unsigned int top = piece->n.pos + piece->n.bits;
+	unsigned long lo = q << piece->n.bits;
 	uintptr_t last = 0;
 	bool keep = false;
 
-	for (unsigned long j = 0; j < child_length(&half->n); j++) {
+	for (unsigned long j = 0; j < child_length(&piece->n); j++) {
 		uintptr_t s = in->child[lo + j];
 
-		/* An answer in in's slot: the child is empty there, and so in @half. */
+		/* An answer in in's slot: the child is empty there, and so in @piece. */
 		if (!(s & SLOT_ROUTE) || s == SLOT_ROUTE)
 			continue;
 		/* Runs of children share an answer: its route is read once a run. */
 		if (s != last) {
+			unsigned int span = KEYLEN - slot_route(s)->plen;
+
 			last = s;
-			keep = !top || slot_route(s)->plen + in->n.pos + in->n.bits > KEYLEN;
+			keep = wide <= top || span <= top ||
+			       !(q & ((1ul << (span - top < m ? span - top : m)) - 1));
 		}
 		if (keep)
-			answer_set(half, j, (uintptr_t)slot_route(s), false);
+			answer_set(piece, j, (uintptr_t)slot_route(s), false);
 	}
 }
 
-static int inflate(struct TRIE *t, struct tnode *oldtn)
+static int place_children(struct TRIE *t, struct tnode *tn, const struct tnode *u);
+
+/*
+ * Splits @u, whose top @m bits @tn absorbs, into its 2^m pieces under
+ * @tn (see census_unit()).
+ */
+static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned int m)
 {
-	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos - 1u, oldtn->n.bits + 1u);
-	TKEY m;
+	unsigned int bits = u->n.bits - m, wide = 0;
+	unsigned long size = 1ul << bits;
+
+	for (unsigned long q = 0; q < 1ul << m; q++) {
+		unsigned long lo = q << bits, only = 0,
+			      used = children_used(u, lo, lo + size, &only);
+		TKEY key = u->n.key | (TKEY)q << (u->n.pos + bits);
+		struct tnode *piece;
+
+		if (used == 1)
+			move_child(tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n), u,
+				   only);
+		if (used >= 2) {
+			piece = tnode_new(t, key, u->n.pos, bits);
+			if (!piece)
+				return -ENOMEM;
+			piece->parent = tn;
+			for (unsigned long j = 0; j < size; j++)
+				move_child(piece, j, u, lo + j);
+			answers_split(piece, u, q, m, wide);
+			put_child(tn, get_index(key, &tn->n), &piece->n);
+		}
+		if (child_slen(u)[lo] > wide)
+			wide = child_slen(u)[lo];
+	}
+	return 0;
+}
+
+/* Puts the children of @u, dissolved, under @tn as units (see census_unit()). */
+static int place_children(struct TRIE *t, struct tnode *tn, const struct tnode *u)
+{
+	unsigned int p = tn->n.pos;
+
+	for (unsigned long i = child_length(&u->n); i;) {
+		uintptr_t s = slot_writer(u->child[--i]);
+		unsigned int b = slot_bits(s), top = slot_pos(s) + b;
+		int err = 0;
+		TKEY key;
+
+		if (!s)
+			continue;
+		if (b && top > p) {
+			err = top - p >= b ? place_children(t, tn, node_tnode(slot_node(s)))
+					   : place_pieces(t, tn, node_tnode(slot_node(s)), top - p);
+			if (err)
+				return err;
+			continue;
+		}
+		/* Moves as it is. Its key is known above u's pos; below, the node has it. */
+		key = p >= u->n.pos ? u->n.key | (TKEY)i << u->n.pos : slot_node(s)->key;
+		move_child(tn, get_index(key, &tn->n), u, i);
+	}
+	return 0;
+}
+
+/* Retires @u, dissolved into a node of pos @p, and the nodes under it split or dissolved. */
+static void retire_dissolved(struct TRIE *t, struct tnode *u, unsigned int p)
+{
+	for (unsigned long i = 0; i < child_length(&u->n); i++) {
+		uintptr_t s = slot_writer(u->child[i]);
+		unsigned int b = slot_bits(s), top = slot_pos(s) + b;
+
+		if (!b || top <= p)
+			continue;
+		if (top - p >= b)
+			retire_dissolved(t, node_tnode(slot_node(s)), p);
+		else
+			node_retire(t, slot_node(s));
+	}
+	node_retire(t, &u->n);
+}
+
+/* Inflates @oldtn @k times (see census_unit()): one new node of k more bits. */
+static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k)
+{
+	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos - k, oldtn->n.bits + k);
 
 	if (!tn)
 		return -ENOMEM;
 	tn->parent = oldtn->parent;
-	m = (TKEY)1 << tn->n.pos;
-	for (unsigned long i = child_length(&oldtn->n); i;) {
-		uintptr_t s = slot_writer(oldtn->child[--i]);
-		struct node *c = slot_node(s);
-		struct tnode *in, *node0, *node1;
-		unsigned long half, used0, used1, only0 = 0, only1 = 0;
-
-		if (!s)
-			continue;
-		/* A leaf or an internal node with skipped bits moves as it is. */
-		if (!slot_full(oldtn, s)) {
-			move_child(tn, get_index(c->key, &tn->n), oldtn, i);
-			continue;
-		}
-		in = node_tnode(c);
-		/* A full node of two children dissolves into the new level. */
-		if (slot_bits(s) == 1) {
-			move_child(tn, 2 * i + 1, in, 1);
-			move_child(tn, 2 * i, in, 0);
-			continue;
-		}
-		/*
-		 * Otherwise it splits in two nodes of half its size, one bit further
-		 * down: node1 takes the upper half of its children, and its key has
-		 * the bit at tn's pos (the bit that moves into tn's index) set. A
-		 * half with fewer than two children gets no node: its child, if
-		 * any, moves up at once (the kernel allocates it and collapses it
-		 * straight after; with sorted loads that is most halves).
-		 */
-		half = child_length(c) / 2;
-		used0 = children_used(in, 0, half, &only0);
-		used1 = children_used(in, half, 2 * half, &only1);
-		node0 = node1 = NULL;
-		if (used1 >= 2) {
-			node1 = tnode_new(t, c->key | m, c->pos, c->bits - 1u);
-			if (!node1)
-				goto nomem;
-			node1->parent = tn;
-		}
-		if (used0 >= 2) {
-			node0 = tnode_new(t, c->key, c->pos, c->bits - 1u);
-			if (!node0) {
-				if (node1)
-					node_free_unpublished(t, &node1->n);
-				goto nomem;
-			}
-			node0->parent = tn;
-		}
-		for (unsigned long j = 0; j < half && (node0 || node1); j++) {
-			if (node1)
-				move_child(node1, j, in, half + j);
-			if (node0)
-				move_child(node0, j, in, j);
-		}
-		if (node1) {
-			answers_split(node1, in, half);
-			put_child(tn, 2 * i + 1, &node1->n);
-		} else if (used1) {
-			move_child(tn, 2 * i + 1, in, only1);
-		}
-		if (node0) {
-			answers_split(node0, in, 0);
-			put_child(tn, 2 * i, &node0->n);
-		} else if (used0) {
-			move_child(tn, 2 * i, in, only0);
-		}
+	if (place_children(t, tn, oldtn) < 0) {
+		tnode_free_new(t, tn);
+		return -ENOMEM;
 	}
 	answers_new(tn);
 	replace(t, oldtn, tn);
 	/* The full children were split or dissolved: retire them too. */
-	for (unsigned long i = 0; i < child_length(&oldtn->n); i++) {
-		uintptr_t s = oldtn->child[i];
-
-		if (slot_full(oldtn, s))
-			node_retire(t, slot_node(s));
-	}
-	node_retire(t, &oldtn->n);
+	retire_dissolved(t, oldtn, tn->n.pos);
 	return 0;
-nomem:
-	tnode_free_new(t, tn);
-	return -ENOMEM;
 }
 
 static int halve(struct TRIE *t, struct tnode *oldtn)
@@ -911,16 +1019,20 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn)
 {
 	struct tnode *tp = tn->parent;
 	unsigned long cindex = tp ? get_index(tn->n.key, &tp->n) : 0;
+	unsigned int steps = 0, k;
 	int max_work = MAX_WORK;
 
-	while (should_inflate(tp, tn) && max_work) {
-		if (inflate(t, tn) < 0)
+	while (steps < MAX_WORK) {
+		k = inflate_steps(tp, tn, MAX_WORK - steps);
+		if (k > INFLATE_STEPS_MAX)
+			k = INFLATE_STEPS_MAX;
+		if (!k || inflate(t, tn, k) < 0)
 			break;
-		max_work--;
+		steps += k;
 		tn = node_tnode(slot_get(t, tp, cindex));
 	}
 	/* Inflating never leaves a node to halve or collapse. */
-	if (max_work != MAX_WORK) {
+	if (steps) {
 		resize_full_children(t, tn);
 		return tp;
 	}

@@ -194,3 +194,14 @@ int tdata_edit_set(void *ctx, const struct fib_route *old, unsigned int n_old,
 	out[0] = (struct fib_route){ .metric = req->metric, .type = FIB_RT_UNICAST };
 	return 1;
 }
+
+void tdata_shuffle32(uint32_t *v, size_t n, struct tdata_rng *r)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)(tdata_rng_next(r) % i);
+		uint32_t x = v[i - 1];
+
+		v[i - 1] = v[j];
+		v[j] = x;
+	}
+}

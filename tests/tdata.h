@@ -76,4 +76,7 @@ static inline uint64_t tdata_rng_next(struct tdata_rng *r)
 /* The seed from $LCFIB_SEED, else @dflt; printed so a failure can be rerun. */
 uint64_t tdata_seed(uint64_t dflt);
 
+/* Shuffles @v[0..n) in place with @r (Fisher-Yates): every order as likely. */
+void tdata_shuffle32(uint32_t *v, size_t n, struct tdata_rng *r);
+
 #endif

@@ -637,13 +637,7 @@ static int table_load(struct table *tt)
 
 		tt->dest[i] = addr_key4(&p->a) | host;
 	}
-	for (size_t i = tt->n - 1; i > 0; i--) {
-		size_t k = tdata_rng_next(&r) % (i + 1);
-		uint32_t x = tt->dest[i];
-
-		tt->dest[i] = tt->dest[k];
-		tt->dest[k] = x;
-	}
+	tdata_shuffle32(tt->dest, tt->n, &r);
 	printf("table: %zu IPv4 prefixes loaded in %.1f s\n", tt->n, (double)(now_ns() - t0) / 1e9);
 	return 0;
 }

@@ -2020,13 +2020,7 @@ static uint32_t *shuffled_indices(size_t n, uint64_t seed)
 	tdata_rng_seed(&r, seed);
 	for (size_t i = 0; i < n; i++)
 		perm[i] = (uint32_t)i;
-	for (size_t i = n - 1; i > 0; i--) {
-		size_t j = (size_t)(tdata_rng_next(&r) % (i + 1));
-		uint32_t t = perm[i];
-
-		perm[i] = perm[j];
-		perm[j] = t;
-	}
+	tdata_shuffle32(perm, n, &r);
 	return perm;
 }
 

@@ -456,8 +456,9 @@ test_an_edit_waiting_for_the_writer_does_not_stall_other_clients()
 	sleep 0.3
 	kill -0 "$epid" 2>/dev/null ||
 		t_skip "the load ended before the edit reached the daemon (a fast machine): nothing to compare"
+	# Still the load's: applying its routes, or (faster loads) resizing the tries after them.
 	phase=$(load_phase "$s")
-	expect_eq "$phase" applying "the load's phase, read while the edit waits"
+	expect_match "$phase" '^(applying|rebalancing)$' "the load's phase, read while the edit waits"
 	expect_no_match "$(ctl "$s" get config)" "10.15.0.0" "the config while the edit waits"
 	# A second client's edit waits its turn, and is applied after the first.
 	cli "$s" set static-routes route "10.16.0.0/16 via 192.0.2.1" >"$T/ew2.out" 2>&1 &

@@ -48,8 +48,11 @@ struct node {
 	uint8_t pos;
 	uint8_t bits;
 	uint8_t slen;
-	uint8_t nr; /* leaf: number of routes */
+	uint8_t nr; /* leaf: number of routes; internal node: 0 or TNODE_INFLATED (writer only) */
 };
+
+/* An internal node inflate() made inflated already: resize() owes its full children theirs. */
+#define TNODE_INFLATED 1
 
 struct leaf {
 	struct node n;
@@ -545,6 +548,30 @@ static void move_child(struct tnode *tn, unsigned long i, const struct tnode *fr
 	put_slot(tn, i, slot_writer(from->child[j]), child_slen(from)[j]);
 }
 
+/*
+ * put_slot() into @tn, a node no reader has seen yet, whose child @i is
+ * still empty: plain stores, and no old slot to undo (a fifth of a load
+ * one route at a time went to put_slot(), most of it from inflates).
+ */
+static inline void fill_slot(struct tnode *tn, unsigned long i, uintptr_t s, unsigned int slen)
+{
+	if (!s)
+		return;
+	tn->empty_children--;
+	tn->full_children += slot_full(tn, s);
+	if (tn->n.slen < slen)
+		tn->n.slen = (uint8_t)slen;
+	child_slen(tn)[i] = (uint8_t)slen;
+	tn->child[i] = s;
+}
+
+/* move_child() into a node no reader has seen yet (fill_slot()). */
+static inline void fill_child(struct tnode *tn, unsigned long i, const struct tnode *from,
+			      unsigned long j)
+{
+	fill_slot(tn, i, slot_writer(from->child[j]), child_slen(from)[j]);
+}
+
 static void fb_drop(struct TRIE *t);
 static void fb_build(struct TRIE *t);
 static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j);
@@ -631,13 +658,14 @@ static void node_pull_suffix(struct tnode *tn, unsigned int old)
 
 /* --------------------------------------------------------------- resize */
 
-static bool should_inflate(const struct tnode *tp, const struct tnode *tn)
+/*
+ * The kernel's test: a node of @pos and @bits with @used children
+ * nonempty plus full inflates under the inflate @threshold (percent).
+ */
+static bool should_inflate(unsigned int pos, unsigned int bits, unsigned long threshold,
+			   unsigned long used)
 {
-	unsigned long size = child_length(&tn->n);
-	unsigned long threshold = size * (tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT);
-	unsigned long used = size - tn->empty_children + tn->full_children;
-
-	return used > 1 && tn->n.pos && tn->n.bits < TRIE_MAX_BITS && 50 * used >= threshold;
+	return used > 1 && pos && bits < TRIE_MAX_BITS && 50 * used >= threshold << bits;
 }
 
 static bool should_halve(const struct tnode *tp, const struct tnode *tn)
@@ -661,7 +689,9 @@ static bool should_collapse(const struct tnode *tn)
  */
 static void update_children(struct tnode *tn)
 {
-	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+	const unsigned long len = child_length(&tn->n);
+
+	for (unsigned long i = 0; i < len; i++) {
 		uintptr_t s = tn->child[i];
 		struct tnode *c = node_tnode(slot_node(s));
 
@@ -678,11 +708,13 @@ static void update_children(struct tnode *tn)
 /* Unwinds a failed inflate or halve: @tn and the new nodes under it were never published. */
 static void tnode_free_new(struct TRIE *t, struct tnode *tn)
 {
-	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+	const unsigned long len = child_length(&tn->n);
+
+	for (unsigned long i = 0; i < len; i++) {
 		struct node *c = child_get(tn, i);
 
 		if (c && !node_is_leaf(c) && node_tnode(c)->parent == tn)
-			node_free_unpublished(t, c);
+			tnode_free_new(t, node_tnode(c));
 	}
 	node_free_unpublished(t, &tn->n);
 }
@@ -755,7 +787,9 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
  * one child gets no node in a step either). A one route at a time load in
  * file order built, step by step, a third of the nodes it retired only
  * to split them at the next step (docs/BENCHMARKS.md, issue 9's fifteenth
- * round).
+ * round). And where resize_full_children() would inflate a piece right
+ * after, the piece is made inflated (piece_inflated()): in a sorted load
+ * the lower half of a dense node is denser than the node.
  *
  * What each step would see is counted first, without building: the
  * nonempty plus full children that a unit makes in a node of pos @p
@@ -767,16 +801,17 @@ static unsigned long census_unit(uintptr_t s, unsigned int p);
 /* census_unit() of node @u, whose top bits a node of pos @p absorbs. */
 static unsigned long census_node(const struct tnode *u, unsigned int p)
 {
+	const unsigned long len = child_length(&u->n);
 	unsigned int m = u->n.pos + u->n.bits - p;
 	unsigned long used = 0, size;
 
 	if (m >= u->n.bits) {
-		for (unsigned long i = 0; i < child_length(&u->n); i++)
+		for (unsigned long i = 0; i < len; i++)
 			used += census_unit(slot_writer(u->child[i]), p);
 		return used;
 	}
-	size = child_length(&u->n) >> m;
-	for (unsigned long lo = 0; lo < child_length(&u->n); lo += size) {
+	size = len >> m;
+	for (unsigned long lo = 0; lo < len; lo += size) {
 		unsigned long n = 0;
 
 		/* Two children make a full node: the rest of the piece need not be read. */
@@ -801,29 +836,70 @@ static inline unsigned long census_unit(uintptr_t s, unsigned int p)
 }
 
 /*
- * How many times in a row resize() inflates @tn (under @tp), at most
- * @max: should_inflate() of the node each step would make, from the
- * census of what that node would hold.
+ * How many times in a row resize() inflates a node of pos @pos and @bits
+ * whose slots are @slot, with @used of them nonempty plus full, under the
+ * inflate @threshold, at most @max: should_inflate() of the node each
+ * step would make, from the census of what that node would hold (counted
+ * up to what the test needs).
  */
-static unsigned int inflate_steps(const struct tnode *tp, const struct tnode *tn, unsigned int max)
+static unsigned int inflate_steps_at(const uintptr_t *slot, unsigned int pos, unsigned int bits,
+				     unsigned long threshold, unsigned long used, unsigned int max)
 {
-	unsigned int k, pos = tn->n.pos, bits = tn->n.bits;
-	unsigned long threshold = tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT;
+	unsigned int k;
 
-	if (!max || !should_inflate(tp, tn))
+	if (!max || !should_inflate(pos, bits, threshold, used))
 		return 0;
-	for (k = 1; k < max && k < pos && bits + k < TRIE_MAX_BITS; k++) {
-		/* Step k + 1 needs this many (and two at least); counting stops there. */
-		unsigned long need = ((threshold << (bits + k)) + 49) / 50, used = 0;
+	for (k = 1; k < max; k++) {
+		/* Step k + 1 needs this many (and two at least): counting stops there. */
+		unsigned long need = ((threshold << (bits + k)) + 49) / 50;
 
-		if (need < 2)
-			need = 2;
-		for (unsigned long i = 0; i < child_length(&tn->n) && used < need; i++)
-			used += census_unit(slot_writer(tn->child[i]), pos - k);
-		if (used < need)
+		used = 0;
+		for (unsigned long i = 0; i < 1ul << bits && (used < need || used < 2); i++)
+			used += census_unit(slot_writer(slot[i]), pos - k);
+		if (!should_inflate(pos - k, bits + k, threshold, used))
 			break;
 	}
 	return k;
+}
+
+/* inflate_steps_at() of @tn under @tp: how many times resize() inflates it. */
+static unsigned int inflate_steps(const struct tnode *tp, const struct tnode *tn, unsigned int max)
+{
+	return inflate_steps_at(tn->child, tn->n.pos, tn->n.bits,
+				tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT,
+				child_length(&tn->n) - tn->empty_children + tn->full_children, max);
+}
+
+/*
+ * One inflate(): whether it may make pieces inflated at once (its steps
+ * are the node's last, so that nothing splits the pieces before
+ * resize_full_children() comes to them), and the nodes it splits or
+ * dissolves, retired once the new node is published (a few on the stack,
+ * more on the heap).
+ */
+struct inflation {
+	bool pieces_at_once;
+	struct node **v;
+	size_t n, cap;
+	struct node *first[32];
+};
+
+static int consumed_add(struct inflation *c, const struct tnode *u)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap * 2;
+		struct node **v = c->v == c->first ? malloc(cap * sizeof(*v))
+						   : realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		if (c->v == c->first)
+			memcpy(v, c->first, sizeof(c->first));
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct node *)&u->n;
+	return 0;
 }
 
 /*
@@ -843,11 +919,11 @@ static void answers_split(struct tnode *piece, const struct tnode *in, unsigned 
 			  unsigned int m, unsigned int wide)
 {
 	unsigned int top = piece->n.pos + piece->n.bits;
-	unsigned long lo = q << piece->n.bits;
+	unsigned long lo = q << piece->n.bits, len = child_length(&piece->n);
 	uintptr_t last = 0;
 	bool keep = false;
 
-	for (unsigned long j = 0; j < child_length(&piece->n); j++) {
+	for (unsigned long j = 0; j < len; j++) {
 		uintptr_t s = in->child[lo + j];
 
 		/* An answer in in's slot: the child is empty there, and so in @piece. */
@@ -866,103 +942,162 @@ static void answers_split(struct tnode *piece, const struct tnode *in, unsigned 
 	}
 }
 
-static int place_children(struct TRIE *t, struct tnode *tn, const struct tnode *u);
+static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned long lo,
+		       unsigned long hi, struct inflation *c);
+
+/*
+ * A node inflate() made for a piece of children [@lo, @lo + 2^@bits) of
+ * @u that resize() would inflate right after (resize_full_children()), if
+ * by fewer than MAX_WORK steps: made with those steps' bits at once, its
+ * answers found anew, and marked so that its own full children are
+ * resized when it is (see resize()). NULL if the piece stays as it is
+ * (*@err 0), or on failure (*@err < 0).
+ */
+static struct tnode *piece_inflated(struct TRIE *t, struct tnode *tn, const struct tnode *u,
+				    unsigned long lo, unsigned int bits, TKEY key,
+				    struct inflation *c, int *err)
+{
+	unsigned long used = 0, size = 1ul << bits;
+	unsigned int k;
+	struct tnode *piece;
+
+	*err = 0;
+	if (!c->pieces_at_once)
+		return NULL;
+	for (unsigned long j = lo; j < lo + size; j++) {
+		uintptr_t s = slot_writer(u->child[j]);
+
+		used += !!s + (slot_bits(s) && slot_pos(s) + slot_bits(s) == u->n.pos);
+	}
+	k = inflate_steps_at(u->child + lo, u->n.pos, bits, INFLATE_THRESHOLD, used, MAX_WORK);
+	if (!k || k == MAX_WORK)
+		return NULL;
+	piece = tnode_new(t, key, u->n.pos - k, bits + k);
+	if (!piece) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	piece->parent = tn;
+	*err = place_range(t, piece, u, lo, lo + size, c);
+	if (*err) {
+		tnode_free_new(t, piece);
+		return NULL;
+	}
+	answers_new(piece);
+	piece->n.nr = TNODE_INFLATED;
+	return piece;
+}
 
 /*
  * Splits @u, whose top @m bits @tn absorbs, into its 2^m pieces under
  * @tn (see census_unit()).
  */
-static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned int m)
+static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned int m,
+			struct inflation *c)
 {
 	unsigned int bits = u->n.bits - m, wide = 0;
 	unsigned long size = 1ul << bits;
+	int err = consumed_add(c, u);
 
-	for (unsigned long q = 0; q < 1ul << m; q++) {
+	for (unsigned long q = 0; !err && q < 1ul << m; q++) {
 		unsigned long lo = q << bits, only = 0,
 			      used = children_used(u, lo, lo + size, &only);
 		TKEY key = u->n.key | (TKEY)q << (u->n.pos + bits);
 		struct tnode *piece;
 
 		if (used == 1)
-			move_child(tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n), u,
+			fill_child(tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n), u,
 				   only);
 		if (used >= 2) {
-			piece = tnode_new(t, key, u->n.pos, bits);
-			if (!piece)
-				return -ENOMEM;
-			piece->parent = tn;
-			for (unsigned long j = 0; j < size; j++)
-				move_child(piece, j, u, lo + j);
-			answers_split(piece, u, q, m, wide);
-			put_child(tn, get_index(key, &tn->n), &piece->n);
+			piece = piece_inflated(t, tn, u, lo, bits, key, c, &err);
+			if (!piece && !err) {
+				piece = tnode_new(t, key, u->n.pos, bits);
+				if (!piece)
+					return -ENOMEM;
+				piece->parent = tn;
+				for (unsigned long j = 0; j < size; j++)
+					fill_child(piece, j, u, lo + j);
+				answers_split(piece, u, q, m, wide);
+			}
+			if (piece)
+				fill_slot(tn, get_index(key, &tn->n), node_slot(&piece->n),
+					  piece->n.slen);
 		}
 		if (child_slen(u)[lo] > wide)
 			wide = child_slen(u)[lo];
 	}
-	return 0;
+	return err;
 }
 
-/* Puts the children of @u, dissolved, under @tn as units (see census_unit()). */
-static int place_children(struct TRIE *t, struct tnode *tn, const struct tnode *u)
+/*
+ * Puts children [@lo, @hi) of @u under @tn as units (see census_unit()):
+ * all of them when @u is dissolved; a piece of them when @tn is that
+ * piece, inflated at once (piece_inflated()).
+ */
+static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned long lo,
+		       unsigned long hi, struct inflation *c)
 {
 	unsigned int p = tn->n.pos;
 
-	for (unsigned long i = child_length(&u->n); i;) {
+	for (unsigned long i = hi; i > lo;) {
 		uintptr_t s = slot_writer(u->child[--i]);
 		unsigned int b = slot_bits(s), top = slot_pos(s) + b;
-		int err = 0;
+		const struct tnode *in = node_tnode(slot_node(s));
+		int err;
 		TKEY key;
 
 		if (!s)
 			continue;
 		if (b && top > p) {
-			err = top - p >= b ? place_children(t, tn, node_tnode(slot_node(s)))
-					   : place_pieces(t, tn, node_tnode(slot_node(s)), top - p);
+			err = top - p >= b ? consumed_add(c, in)
+					   : place_pieces(t, tn, in, top - p, c);
+			if (!err && top - p >= b)
+				err = place_range(t, tn, in, 0, child_length(&in->n), c);
 			if (err)
 				return err;
 			continue;
 		}
 		/* Moves as it is. Its key is known above u's pos; below, the node has it. */
 		key = p >= u->n.pos ? u->n.key | (TKEY)i << u->n.pos : slot_node(s)->key;
-		move_child(tn, get_index(key, &tn->n), u, i);
+		fill_child(tn, get_index(key, &tn->n), u, i);
 	}
 	return 0;
 }
 
-/* Retires @u, dissolved into a node of pos @p, and the nodes under it split or dissolved. */
-static void retire_dissolved(struct TRIE *t, struct tnode *u, unsigned int p)
-{
-	for (unsigned long i = 0; i < child_length(&u->n); i++) {
-		uintptr_t s = slot_writer(u->child[i]);
-		unsigned int b = slot_bits(s), top = slot_pos(s) + b;
-
-		if (!b || top <= p)
-			continue;
-		if (top - p >= b)
-			retire_dissolved(t, node_tnode(slot_node(s)), p);
-		else
-			node_retire(t, slot_node(s));
-	}
-	node_retire(t, &u->n);
-}
-
-/* Inflates @oldtn @k times (see census_unit()): one new node of k more bits. */
-static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k)
+/*
+ * Inflates @oldtn @k times (see census_unit()): one new node of k more
+ * bits. @pieces_at_once: no step follows, so the pieces
+ * resize_full_children() would inflate next may be made inflated
+ * (piece_inflated()); not in bulk mode's parents-first resizes, which
+ * resize no children.
+ */
+static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k, bool pieces_at_once)
 {
 	struct tnode *tn = tnode_new(t, oldtn->n.key, oldtn->n.pos - k, oldtn->n.bits + k);
+	struct inflation c = {
+		.pieces_at_once = pieces_at_once && !t->top_down,
+		.v = c.first,
+		.cap = 32,
+	};
+	int err;
 
 	if (!tn)
 		return -ENOMEM;
 	tn->parent = oldtn->parent;
-	if (place_children(t, tn, oldtn) < 0) {
+	err = place_range(t, tn, oldtn, 0, child_length(&oldtn->n), &c);
+	if (!err) {
+		answers_new(tn);
+		replace(t, oldtn, tn);
+		/* The children split or dissolved go too, after their last read. */
+		for (size_t i = 0; i < c.n; i++)
+			node_retire(t, c.v[i]);
+		node_retire(t, &oldtn->n);
+	} else {
 		tnode_free_new(t, tn);
-		return -ENOMEM;
 	}
-	answers_new(tn);
-	replace(t, oldtn, tn);
-	/* The full children were split or dissolved: retire them too. */
-	retire_dissolved(t, oldtn, tn->n.pos);
-	return 0;
+	if (c.v != c.first)
+		free(c.v);
+	return err;
 }
 
 static int halve(struct TRIE *t, struct tnode *oldtn)
@@ -1021,18 +1156,32 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn)
 	unsigned long cindex = tp ? get_index(tn->n.key, &tp->n) : 0;
 	unsigned int steps = 0, k;
 	int max_work = MAX_WORK;
+	/* Made inflated by its parent's inflate (piece_inflated()), as if right here. */
+	bool inflated = tn->n.nr == TNODE_INFLATED;
 
+	/* Stored only when set: readers share the header's cache line. */
+	if (inflated)
+		tn->n.nr = 0;
 	while (steps < MAX_WORK) {
+		bool at_once;
+
 		k = inflate_steps(tp, tn, MAX_WORK - steps);
+		if (!k)
+			break;
+		/*
+		 * Its pieces are made inflated at once only when these steps are
+		 * its last; never in the step-by-step build, which is the kernel's.
+		 */
+		at_once = INFLATE_STEPS_MAX > 1 && k <= INFLATE_STEPS_MAX;
 		if (k > INFLATE_STEPS_MAX)
 			k = INFLATE_STEPS_MAX;
-		if (!k || inflate(t, tn, k) < 0)
+		if (inflate(t, tn, k, at_once) < 0)
 			break;
 		steps += k;
 		tn = node_tnode(slot_get(t, tp, cindex));
 	}
 	/* Inflating never leaves a node to halve or collapse. */
-	if (steps) {
+	if (steps || inflated) {
 		resize_full_children(t, tn);
 		return tp;
 	}

@@ -757,16 +757,24 @@ static void resize_full_children(struct TRIE *t, struct tnode *tn)
 	}
 }
 
-/* Nonempty children of @tn in [lo, hi); *@only is the index of the last one seen. */
+/*
+ * Nonempty children of @tn in [lo, hi); *@only is the index of the last
+ * one seen, *@full the number of them with no bits skipped below tn's pos
+ * (full children of a piece of tn).
+ */
 static unsigned long children_used(const struct tnode *tn, unsigned long lo, unsigned long hi,
-				   unsigned long *only)
+				   unsigned long *only, unsigned long *full)
 {
 	unsigned long used = 0;
 
+	*full = 0;
 	for (unsigned long j = lo; j < hi; j++) {
-		if (slot_writer(tn->child[j])) {
+		uintptr_t s = slot_writer(tn->child[j]);
+
+		if (s) {
 			*only = j;
 			used++;
+			*full += slot_bits(s) && slot_pos(s) + slot_bits(s) == tn->n.pos;
 		}
 	}
 	return used;
@@ -947,28 +955,23 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 
 /*
  * A node inflate() made for a piece of children [@lo, @lo + 2^@bits) of
- * @u that resize() would inflate right after (resize_full_children()), if
- * by fewer than MAX_WORK steps: made with those steps' bits at once, its
- * answers found anew, and marked so that its own full children are
- * resized when it is (see resize()). NULL if the piece stays as it is
- * (*@err 0), or on failure (*@err < 0).
+ * @u, @used of them nonempty plus full, that resize() would inflate right
+ * after (resize_full_children()), if by fewer than MAX_WORK steps: made
+ * with those steps' bits at once, its answers found anew, and marked so
+ * that its own full children are resized when it is (see resize()). NULL
+ * if the piece stays as it is (*@err 0), or on failure (*@err < 0).
  */
 static struct tnode *piece_inflated(struct TRIE *t, struct tnode *tn, const struct tnode *u,
-				    unsigned long lo, unsigned int bits, TKEY key,
-				    struct inflation *c, int *err)
+				    unsigned long lo, unsigned int bits, unsigned long used,
+				    TKEY key, struct inflation *c, int *err)
 {
-	unsigned long used = 0, size = 1ul << bits;
+	unsigned long size = 1ul << bits;
 	unsigned int k;
 	struct tnode *piece;
 
 	*err = 0;
 	if (!c->pieces_at_once)
 		return NULL;
-	for (unsigned long j = lo; j < lo + size; j++) {
-		uintptr_t s = slot_writer(u->child[j]);
-
-		used += !!s + (slot_bits(s) && slot_pos(s) + slot_bits(s) == u->n.pos);
-	}
 	k = inflate_steps_at(u->child + lo, u->n.pos, bits, INFLATE_THRESHOLD, used, MAX_WORK);
 	if (!k || k == MAX_WORK)
 		return NULL;
@@ -1000,8 +1003,8 @@ static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u,
 	int err = consumed_add(c, u);
 
 	for (unsigned long q = 0; !err && q < 1ul << m; q++) {
-		unsigned long lo = q << bits, only = 0,
-			      used = children_used(u, lo, lo + size, &only);
+		unsigned long lo = q << bits, only = 0, full,
+			      used = children_used(u, lo, lo + size, &only, &full);
 		TKEY key = u->n.key | (TKEY)q << (u->n.pos + bits);
 		struct tnode *piece;
 
@@ -1009,7 +1012,7 @@ static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u,
 			fill_child(tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n), u,
 				   only);
 		if (used >= 2) {
-			piece = piece_inflated(t, tn, u, lo, bits, key, c, &err);
+			piece = piece_inflated(t, tn, u, lo, bits, used + full, key, c, &err);
 			if (!piece && !err) {
 				piece = tnode_new(t, key, u->n.pos, bits);
 				if (!piece)
@@ -1049,10 +1052,14 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 		if (!s)
 			continue;
 		if (b && top > p) {
-			err = top - p >= b ? consumed_add(c, in)
-					   : place_pieces(t, tn, in, top - p, c);
-			if (!err && top - p >= b)
-				err = place_range(t, tn, in, 0, child_length(&in->n), c);
+			/* tn absorbs its top bits: all of them (dissolved), or some (split). */
+			if (top - p >= b) {
+				err = consumed_add(c, in);
+				if (!err)
+					err = place_range(t, tn, in, 0, child_length(&in->n), c);
+			} else {
+				err = place_pieces(t, tn, in, top - p, c);
+			}
 			if (err)
 				return err;
 			continue;

@@ -5,7 +5,7 @@
  * and never judges them; docs/BENCHMARKS.md records a run and reads it
  * against the targets.
  *
- *   bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem|lookups]
+ *   bench_fib [--quick] [--cpu-time] [--section machine|full|dpdk|sweep|syncmem|lookups|loads]
  *
  * Sections:
  *   machine  random reads of 1, 4 and 64 MiB buffers: memory latency and
@@ -22,6 +22,11 @@
  *   lookups  only when named: the full table loaded as in full, then
  *            full's lookup rows alone, every pass printed. For A/B runs
  *            of two builds of the library (a minute less than full).
+ *   loads    only when named: one route at a time alone (IPv4 in file
+ *            order and shuffled, IPv6 in file order), each into a fresh
+ *            FIB, with what it retired: for A/B runs of loads, and for
+ *            counting their instructions (valgrind --tool=callgrind
+ *            --toggle-collect=fib_route_add).
  *   reads    only in tests/bench/bench_fib_reads (the library's lookups
  *            built with TRIE_READ_STATS), and only when named: the memory
  *            objects a lookup reads, counted by kind, on full's
@@ -1293,6 +1298,44 @@ static int section_lookups(struct bench *b)
 	return 0;
 }
 
+/*
+ * Section loads: one route at a time alone, each table into a fresh FIB
+ * (fib_route_add, CREATE|EXCL): IPv4 in file order and shuffled (as
+ * full's shuffled load), IPv6 in file order.
+ */
+static int section_loads(struct bench *b)
+{
+	static const char *const what[3] = { "IPv4, file order", "IPv4, shuffled",
+					     "IPv6, file order" };
+	uint32_t *perm;
+
+	if (bench_table(b))
+		return -1;
+	perm = shuffled_indices(b->t.n4, b->seed ^ 0x54f1);
+	print_title("loads: one route at a time into a fresh FIB (fib_route_add)");
+	printf("%-18s %10s %10s %12s %14s\n", "table", "routes", "seconds", "routes/s",
+	       "retired B");
+	for (int i = 0; i < 3; i++) {
+		struct fib *f = fib_new_or_die();
+		struct fib_state st;
+		struct load_fig lf;
+
+		progress("loads: %s", what[i]);
+		if (i < 2)
+			load_prefixes(f, b->t.v4, b->gw4, i ? perm : NULL, b->t.n4, &lf);
+		else
+			load_prefixes(f, b->t.v6, b->gw6, NULL, b->t.n6, &lf);
+		fib_reclaim_barrier(f);
+		fib_get_state(f, &st);
+		printf("%-18s %10zu %10.3f %12.0f %14" PRIu64 "\n", what[i], lf.routes,
+		       (double)lf.ns / 1e9, rate(lf.routes, lf.ns), st.reclaim.retired_bytes);
+		print_load_errors(what[i], &lf);
+		fib_destroy(f);
+	}
+	free(perm);
+	return 0;
+}
+
 #ifdef TRIE_READ_STATS
 /* ------------------------------------------------------- section reads */
 
@@ -2383,6 +2426,7 @@ static const struct {
 	{ "machine", section_machine, false }, { "full", section_full, false },
 	{ "dpdk", section_dpdk, false },       { "sweep", section_sweep, false },
 	{ "syncmem", section_syncmem, false }, { "lookups", section_lookups, true },
+	{ "loads", section_loads, true },
 #ifdef TRIE_READ_STATS
 	{ "reads", section_reads, true },
 #endif
@@ -2394,7 +2438,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench_fib [--quick] [--cpu-time] [--section "
-		"machine|full|dpdk|sweep|syncmem|lookups]\n"
+		"machine|full|dpdk|sweep|syncmem|lookups|loads]\n"
 		"  --quick         smaller counts, for a CI smoke run\n"
 		"  --cpu-time      time lookup passes by the thread's CPU time (a shared machine)\n"
 		"  --section NAME  run one section (default: all)\n"

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,10 +165,17 @@ struct rf_pipe {
 	size_t n_old, cap_old;
 };
 
+/*
+ * In a load the parser writes its counts at every op, and the applier
+ * reads the options (the claim hook) at every op: each group has cache
+ * lines of its own, or every op would move a line between the cores.
+ */
+#define RF_CACHE_LINE 64
+
 struct routefile {
 	struct routefile_opts opts; /* opts.name is owned */
 
-	struct rf_rec *ops;
+	alignas(RF_CACHE_LINE) struct rf_rec *ops;
 	uint64_t n_ops, cap_ops;
 	struct rf_run *runs; /* mapped as the ops are: one for each op at most */
 	uint64_t n_runs, cap_runs;
@@ -197,12 +205,9 @@ struct routefile {
 	struct nh_path scratch[NH_MAX_PATHS]; /* one line's paths */
 	struct errbuf err;                    /* one line's message */
 
-	struct rf_pipe *pipe;              /* during a load only */
-	/*
-	 * The applier's view of the arrays, apart from the counts the parser
-	 * writes at every op (a cache line the two threads would share).
-	 */
-	const struct nh_path *apply_paths;
+	struct rf_pipe *pipe; /* during a load only */
+	/* The applier's view of the arrays, apart from the parser's counts. */
+	alignas(RF_CACHE_LINE) const struct nh_path *apply_paths;
 	const struct rf_rec *apply_ops;
 	const struct rf_run *apply_run;
 	uint64_t apply_runs;
@@ -1264,9 +1269,10 @@ struct routefile *routefile_new(const struct routefile_opts *o)
 		errno = EINVAL;
 		return NULL;
 	}
-	rf = calloc(1, sizeof(*rf));
+	rf = aligned_alloc(alignof(struct routefile), sizeof(*rf));
 	if (!rf)
 		goto nomem;
+	memset(rf, 0, sizeof(*rf));
 	rf->opts = *o;
 	rf->opts.name = strdup(o->name ? o->name : "-");
 	if (!rf->opts.name)

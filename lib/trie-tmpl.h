@@ -542,12 +542,6 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 	put_slot(tn, i, node_slot(n), n ? n->slen : 0);
 }
 
-/* Moves child @j of @from to child @i of @tn, by its slot (from stays as it is). */
-static void move_child(struct tnode *tn, unsigned long i, const struct tnode *from, unsigned long j)
-{
-	put_slot(tn, i, slot_writer(from->child[j]), child_slen(from)[j]);
-}
-
 /*
  * put_slot() into @tn, a node no reader has seen yet, whose child @i is
  * still empty: plain stores, and no old slot to undo (a fifth of a load
@@ -565,11 +559,17 @@ static inline void fill_slot(struct tnode *tn, unsigned long i, uintptr_t s, uns
 	tn->child[i] = s;
 }
 
-/* move_child() into a node no reader has seen yet (fill_slot()). */
+/* Moves child @j of @from to child @i of @tn, a node no reader has seen yet (fill_slot()). */
 static inline void fill_child(struct tnode *tn, unsigned long i, const struct tnode *from,
 			      unsigned long j)
 {
 	fill_slot(tn, i, slot_writer(from->child[j]), child_slen(from)[j]);
+}
+
+/* put_child() of @n, not NULL, into a node no reader has seen yet (fill_slot()). */
+static inline void fill_node(struct tnode *tn, unsigned long i, const struct node *n)
+{
+	fill_slot(tn, i, node_slot(n), n->slen);
 }
 
 static void fb_drop(struct TRIE *t);
@@ -1122,7 +1122,7 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		/* At most one of the pair: it moves up as it is. */
 		if (!s1 || !s0) {
 			if (s1 || s0)
-				move_child(tn, i / 2, oldtn, s1 ? i + 1 : i);
+				fill_child(tn, i / 2, oldtn, s1 ? i + 1 : i);
 			continue;
 		}
 		/* Both: a new node of one bit keeps them apart (key: oldtn's, index i). */
@@ -1132,9 +1132,9 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 			return -ENOMEM;
 		}
 		in->parent = tn;
-		move_child(in, 1, oldtn, i + 1);
-		move_child(in, 0, oldtn, i);
-		put_child(tn, i / 2, &in->n);
+		fill_child(in, 1, oldtn, i + 1);
+		fill_child(in, 0, oldtn, i);
+		fill_node(tn, i / 2, &in->n);
 	}
 	answers_new(tn);
 	replace(t, oldtn, tn);
@@ -1372,7 +1372,7 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 		for (c = a + 1; c < hi && rb->diff[c - 1] < pos; c++)
 			;
 		if (c - a == 1) {
-			put_slot(tn, j, rb->slot[a], rb->slen[a]);
+			fill_slot(tn, j, rb->slot[a], rb->slen[a]);
 			continue;
 		}
 		in = rebuild_node(rb, tn, a, c);
@@ -1380,7 +1380,7 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 			rebuild_free(rb->t, tn);
 			return NULL;
 		}
-		put_child(tn, j, &in->n);
+		fill_node(tn, j, &in->n);
 	}
 	rebuild_answers(rb, tn, lo, hi);
 	return tn;
@@ -1966,8 +1966,8 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		if (!tn)
 			return -ENOMEM;
 		tn->parent = tp;
-		put_child(tn, get_index(n->key, &tn->n), n);
-		put_child(tn, get_index(key, &tn->n), &l->n);
+		fill_node(tn, get_index(n->key, &tn->n), n);
+		fill_node(tn, get_index(key, &tn->n), &l->n);
 		answers_new(tn);
 		node_set_parent(n, tn);
 		node_push_suffix(tp, tn->n.slen);

@@ -20,6 +20,7 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -945,8 +946,9 @@ static void answers_split(struct tnode *piece, const struct tnode *in, unsigned 
 			keep = wide <= top || span <= top ||
 			       !(q & ((1ul << (span - top < m ? span - top : m)) - 1));
 		}
-		if (keep)
-			answer_set(piece, j, (uintptr_t)slot_route(s), false);
+		/* @piece is not published yet (see fill_slot()): plain stores. */
+		if (keep && !piece->child[j])
+			piece->child[j] = s;
 	}
 }
 
@@ -1023,8 +1025,7 @@ static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u,
 				answers_split(piece, u, q, m, wide);
 			}
 			if (piece)
-				fill_slot(tn, get_index(key, &tn->n), node_slot(&piece->n),
-					  piece->n.slen);
+				fill_node(tn, get_index(key, &tn->n), &piece->n);
 		}
 		if (child_slen(u)[lo] > wide)
 			wide = child_slen(u)[lo];
@@ -1580,6 +1581,83 @@ static void fb_open_leaf(struct fb_open *st, int *sp, const struct tnode *tn, un
 	}
 }
 
+/* The end and the route of the innermost prefix open on @st, or ULONG_MAX and 0 if none. */
+static inline void fb_top(const struct fb_open *st, int sp, unsigned long *end, uintptr_t *v)
+{
+	*end = sp ? st[sp - 1].end : ULONG_MAX;
+	*v = sp ? (uintptr_t)st[sp - 1].r : 0;
+}
+
+static inline __attribute__((always_inline)) void
+answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned long hi,
+		const struct leaf *outer, unsigned int shadow, bool fresh)
+{
+	bool full = fb && fb->in_slots;
+	unsigned int pos = tn->n.pos;
+	uintptr_t *child = tn->child;
+	const uint8_t *slens = child_slen(tn);
+	struct fb_open st[KEYLEN + 2];
+	int sp = 0;
+	/* The innermost open prefix, read off the stack only when it changes. */
+	unsigned long end = ULONG_MAX;
+	uintptr_t v = 0;
+
+	if (outer) {
+		st[sp++] = (struct fb_open){ .end = hi, .r = fb_route(tn, outer, lo) };
+		fb_top(st, sp, &end, &v);
+	}
+	for (unsigned long j = lo; j < hi; j++) {
+		uintptr_t s = slot_writer(child[j]);
+		unsigned int sl = slens[j], plen = KEYLEN - sl;
+		const struct leaf *l;
+
+		if (j >= end) {
+			do
+				sp--;
+			while (sp && st[sp - 1].end <= j);
+			fb_top(st, sp, &end, &v);
+		}
+		if (s && !slot_bits(s) && slot_leaf_plen1(s) - 1 == plen) {
+			/*
+			 * A leaf of one prefix length (its longest, in its slot, is its
+			 * shortest, in the slen copy): its first route, without a read.
+			 */
+			if (plen + pos <= KEYLEN) {
+				if (plen > shadow) {
+					j += fb_span(tn, plen) - 1;
+					continue;
+				}
+				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
+							     .r = &node_leaf(slot_node(s))->r[0] };
+				fb_top(st, sp, &end, &v);
+			}
+		} else if (fb || sl > pos) {
+			/*
+			 * Otherwise the leaf at the child's first key, if it holds a
+			 * prefix covering a whole child; only the fallbacks name one
+			 * that covers just its own child (the slen copy tells).
+			 */
+			l = fb_leaf_at(tn, j);
+			if (l && (unsigned int)fb_plen(tn, l) > shadow) {
+				j += fb_span(tn, (unsigned int)fb_plen(tn, l)) - 1;
+				continue;
+			}
+			fb_open_leaf(st, &sp, tn, j, l);
+			fb_top(st, sp, &end, &v);
+		}
+		if (fresh) {
+			/* No reader has seen @tn: its empty slots are 0, each set once here. */
+			if (!s && v)
+				child[j] = v | SLOT_ROUTE;
+			continue;
+		}
+		/* Stores only where it changes: a reader may be loading the entry. */
+		if (fb && fb->route[j] != v)
+			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
+		answer_set(tn, j, v, full);
+	}
+}
+
 /*
  * Writer: sets the answers of children [lo, hi) of @tn (see SLOT_ROUTE):
  * for each, the longest prefix in tn's subtree that covers all of it, in
@@ -1595,51 +1673,7 @@ static void fb_open_leaf(struct fb_open *st, int *sp, const struct tnode *tn, un
 static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned long hi,
 			 const struct leaf *outer, unsigned int shadow)
 {
-	bool full = fb && fb->in_slots;
-	struct fb_open st[KEYLEN + 2];
-	int sp = 0;
-
-	if (outer)
-		st[sp++] = (struct fb_open){ .end = hi, .r = fb_route(tn, outer, lo) };
-	for (unsigned long j = lo; j < hi; j++) {
-		uintptr_t s = slot_writer(tn->child[j]), v;
-		unsigned int sl = child_slen(tn)[j], plen = KEYLEN - sl;
-		const struct leaf *l;
-
-		while (sp && st[sp - 1].end <= j)
-			sp--;
-		if (s && !slot_bits(s) && slot_leaf_plen1(s) - 1 == plen) {
-			/*
-			 * A leaf of one prefix length (its longest, in its slot, is its
-			 * shortest, in the slen copy): its first route, without a read.
-			 */
-			if (plen + tn->n.pos <= KEYLEN) {
-				if (plen > shadow) {
-					j += fb_span(tn, plen) - 1;
-					continue;
-				}
-				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
-							     .r = &node_leaf(slot_node(s))->r[0] };
-			}
-		} else if (fb || sl > tn->n.pos) {
-			/*
-			 * Otherwise the leaf at the child's first key, if it holds a
-			 * prefix covering a whole child; only the fallbacks name one
-			 * that covers just its own child (the slen copy tells).
-			 */
-			l = fb_leaf_at(tn, j);
-			if (l && (unsigned int)fb_plen(tn, l) > shadow) {
-				j += fb_span(tn, (unsigned int)fb_plen(tn, l)) - 1;
-				continue;
-			}
-			fb_open_leaf(st, &sp, tn, j, l);
-		}
-		v = sp ? (uintptr_t)st[sp - 1].r : 0;
-		/* Stores only where it changes: a reader may be loading the entry. */
-		if (fb && fb->route[j] != v)
-			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
-		answer_set(tn, j, v, full);
-	}
+	answers_fill_in(tn, fb, lo, hi, outer, shadow, false);
 }
 
 /*
@@ -1663,11 +1697,15 @@ static const struct leaf *node_outer(const struct tnode *tn, unsigned long lo)
 	}
 }
 
-/* Writer: the answers of all the empty children of @tn, a node not yet published. */
+/*
+ * Writer: the answers of all the empty children of @tn, a node not yet
+ * published: plain stores, as fill_slot() (a fifth of a load one route at
+ * a time went to answers_fill(), most of it here).
+ */
 static void answers_new(struct tnode *tn)
 {
 	if (tn->empty_children)
-		answers_fill(tn, NULL, 0, child_length(&tn->n), NULL, KEYLEN);
+		answers_fill_in(tn, NULL, 0, child_length(&tn->n), NULL, KEYLEN, true);
 }
 
 /*

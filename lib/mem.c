@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,12 @@ struct mem_free_counts { /* uatomic_add from any thread */
 
 struct mem {
 	struct mem_slab slab[MEM_NR_SIZES];
-	/* Writer only. */
+	/*
+	 * Writer only, except for what a chunk's taking changes (the blocks,
+	 * the pool, the carving block): an arena's thread takes chunks too,
+	 * under this lock (see mem_chunk_take()).
+	 */
+	pthread_mutex_t chunk_lock;
 	struct mem_block *blocks; /* sorted by base */
 	unsigned int n_blocks, cap_blocks;
 	char **pool; /* released chunks, for any size class; room for every chunk */
@@ -127,7 +133,11 @@ const char *mem_class_name(enum mem_class c)
 
 struct mem *mem_new(void)
 {
-	return calloc(1, sizeof(struct mem));
+	struct mem *m = calloc(1, sizeof(struct mem));
+
+	if (m)
+		pthread_mutex_init(&m->chunk_lock, NULL);
+	return m;
 }
 
 void mem_destroy(struct mem *m)
@@ -138,6 +148,7 @@ void mem_destroy(struct mem *m)
 		free(m->blocks[i].base);
 	free(m->blocks);
 	free(m->pool);
+	pthread_mutex_destroy(&m->chunk_lock);
 	free(m);
 }
 
@@ -227,13 +238,16 @@ static int mem_block_add(struct mem *m)
 	return 0;
 }
 
-/* A chunk for slab @idx: a released one if any (its pages come back zeroed), else a new one. */
-static int mem_slab_grow(struct mem *m, unsigned int idx)
+/*
+ * A chunk for slab @idx, or NULL: a released one if any (its pages come
+ * back zeroed), else a new one. The writer's and an arena's thread's.
+ */
+static char *mem_chunk_take(struct mem *m, unsigned int idx)
 {
-	struct mem_slab *s = &m->slab[idx];
 	struct mem_block *b;
-	char *c;
+	char *c = NULL;
 
+	pthread_mutex_lock(&m->chunk_lock);
 	if (m->n_pool) {
 		c = m->pool[--m->n_pool];
 		b = mem_block_of(m, c);
@@ -243,14 +257,25 @@ static int mem_slab_grow(struct mem *m, unsigned int idx)
 			madvise(b->base, MEM_BLOCK_SIZE, MADV_HUGEPAGE);
 			b->small_pages = false;
 		}
-	} else {
-		if (m->block_carve == m->block_end && mem_block_add(m) < 0)
-			return -ENOMEM;
+	} else if (m->block_carve != m->block_end || mem_block_add(m) == 0) {
 		c = m->block_carve;
 		m->block_carve += MEM_CHUNK_SIZE;
 		b = mem_block_of(m, c);
 	}
-	b->chunk[mem_chunk_index(b, c)] = (uint8_t)(idx + 1);
+	if (c)
+		b->chunk[mem_chunk_index(b, c)] = (uint8_t)(idx + 1);
+	pthread_mutex_unlock(&m->chunk_lock);
+	return c;
+}
+
+/* A new chunk for the writer's slab @idx to carve. */
+static int mem_slab_grow(struct mem *m, unsigned int idx)
+{
+	struct mem_slab *s = &m->slab[idx];
+	char *c = mem_chunk_take(m, idx);
+
+	if (!c)
+		return -ENOMEM;
 	s->carve = c;
 	s->carve_end = c + MEM_CHUNK_SIZE;
 	return 0;
@@ -323,6 +348,113 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 	}
 #endif
 	free(p);
+}
+
+/* ------------------------------------------------------------- arenas */
+
+struct mem_arena {
+	struct mem *m;
+	/* Each size's carving chunk: the arena's own (chunks are taken whole). */
+	struct {
+		char *carve, *carve_end;
+	} slab[MEM_NR_SIZES];
+	/* Its counts, added to the writer's at mem_arena_end(). */
+	uint64_t objects[MEM_CLASS_MAX], bytes[MEM_CLASS_MAX], slab_bytes;
+};
+
+#if MEM_SLAB_LIMIT
+/*
+ * Hands the objects not carved from the arena's chunk of size @idx to the
+ * slab's shared free list, as frees from any thread go: the chunk is then
+ * carved whole, as mem_trim() counts a chunk that no slab carves (each
+ * object live or free), and its tail serves the writer.
+ */
+static void mem_arena_give_tail(struct mem_arena *a, unsigned int idx)
+{
+	size_t size = (idx + 1) * MEM_GRAIN;
+	char *c = a->slab[idx].carve, *end = a->slab[idx].carve_end;
+	struct mem_free_obj *first = NULL, *last = NULL;
+
+	if (!c)
+		return;
+	for (; c + size <= end; c += size) {
+		struct mem_free_obj *o = (struct mem_free_obj *)(void *)c;
+
+		o->next = NULL;
+		if (last)
+			last->next = o;
+		else
+			first = o;
+		last = o;
+	}
+	if (first)
+		mem_slab_push(&a->m->slab[idx], first, last);
+	a->slab[idx].carve = a->slab[idx].carve_end = NULL;
+}
+#endif
+
+struct mem_arena *mem_arena_new(struct mem *m)
+{
+	struct mem_arena *a = calloc(1, sizeof(*a));
+
+	if (a)
+		a->m = m;
+	return a;
+}
+
+void *mem_arena_alloc(struct mem_arena *a, enum mem_class c, size_t size)
+{
+	void *p;
+
+	size = mem_round(size ? size : 1);
+#if MEM_SLAB_LIMIT
+	if (size <= MEM_SLAB_LIMIT) {
+		unsigned int idx = (unsigned int)(size / MEM_GRAIN - 1);
+
+		if (!a->slab[idx].carve || a->slab[idx].carve + size > a->slab[idx].carve_end) {
+			char *chunk = mem_chunk_take(a->m, idx);
+
+			if (!chunk) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			/* What is left of the old chunk goes to the free list now. */
+			mem_arena_give_tail(a, idx);
+			a->slab[idx].carve = chunk;
+			a->slab[idx].carve_end = chunk + MEM_CHUNK_SIZE;
+		}
+		p = a->slab[idx].carve;
+		a->slab[idx].carve += size;
+		a->slab_bytes += size;
+	} else
+#endif
+		p = size >= MEM_BLOCK_SIZE ? mem_huge_alloc(size) : malloc(size);
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->objects[c]++;
+	a->bytes[c] += size;
+	return p;
+}
+
+void mem_arena_end(struct mem_arena *a)
+{
+	struct mem *m;
+
+	if (!a)
+		return;
+	m = a->m;
+#if MEM_SLAB_LIMIT
+	for (unsigned int idx = 0; idx < MEM_NR_SIZES; idx++)
+		mem_arena_give_tail(a, idx);
+	MEM_ADD(m->a.slab_bytes, a->slab_bytes);
+#endif
+	for (unsigned int c = 0; c < MEM_CLASS_MAX; c++) {
+		MEM_ADD(m->a.objects[c], a->objects[c]);
+		MEM_ADD(m->a.bytes[c], a->bytes[c]);
+	}
+	free(a);
 }
 
 void mem_free_many(struct mem *m, const struct mem_obj *v, size_t n)

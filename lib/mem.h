@@ -11,7 +11,8 @@
  *
  * Threads: mem_alloc() is for the one writer thread; mem_free() may be
  * called from any thread (the reclaimer frees what the writer retired);
- * mem_trim() and mem_trim_due() are the writer's too.
+ * mem_trim() and mem_trim_due() are the writer's too. An arena lets one
+ * more thread allocate for a while (mem_arena_new()).
  */
 #ifndef LCFIB_MEM_H
 #define LCFIB_MEM_H
@@ -63,6 +64,26 @@ uint64_t mem_trim(struct mem *m);
  * of the slab memory held, and 4 MiB more than after the last trim.
  */
 bool mem_trim_due(struct mem *m);
+
+/*
+ * A second thread's allocations while the writer allocates too (a bulk
+ * load's end builds part of a trie on a helper thread). The writer makes
+ * the arena and ends it; in between, one other thread allocates from it
+ * with mem_arena_alloc(). The arena takes whole slab chunks, under a lock
+ * the writer takes too when it needs a chunk (once per 64 KiB), and
+ * carves them alone. mem_arena_end(), by the writer once the other thread
+ * is done, adds the arena's counts to the writer's and gives the tails of
+ * its chunks to the free lists. Objects from an arena are freed as any
+ * other. No mem_trim() while an arena is open.
+ */
+struct mem_arena;
+
+/* Writer. NULL (errno ENOMEM) on failure. */
+struct mem_arena *mem_arena_new(struct mem *m);
+/* The arena's thread. As mem_alloc(). */
+void *mem_arena_alloc(struct mem_arena *a, enum mem_class c, size_t size);
+/* Writer, after the arena's thread made its last call. NULL: nothing. */
+void mem_arena_end(struct mem_arena *a);
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st);
 const char *mem_class_name(enum mem_class c);

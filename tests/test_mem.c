@@ -281,6 +281,93 @@ static void test_mem_trim_gives_nothing_back_without_slabs(void **state)
 #endif
 
 /*
+ * An arena (mem_arena_new()): a second thread allocates from it while the
+ * writer allocates too, three sizes each, both writing every object. No
+ * object overlaps another (each still holds what its thread wrote), the
+ * counts after mem_arena_end() are both threads' in their classes, and
+ * once everything is freed a trim gives back every chunk that held one:
+ * the tails of the arena's chunks went to the free lists, so a trim finds
+ * those chunks whole.
+ */
+#define ARENA_OBJS 60000u
+
+struct arena_run {
+	struct mem_arena *a;
+	void *p[ARENA_OBJS];
+};
+
+static size_t arena_size(unsigned int i)
+{
+	static const size_t size[] = { 24, 96, 200 };
+
+	return size[i % 3];
+}
+
+static void *arena_fill(void *arg)
+{
+	struct arena_run *r = arg;
+
+	for (unsigned int i = 0; i < ARENA_OBJS; i++) {
+		r->p[i] = mem_arena_alloc(r->a, MEM_TNODE, arena_size(i));
+		assert_non_null(r->p[i]);
+		fill(r->p[i], arena_size(i), i);
+	}
+	return NULL;
+}
+
+static void test_mem_arena_allocates_beside_the_writer(void **state)
+{
+	struct mem *m = mem_new();
+	struct arena_run *r = calloc(1, sizeof(*r)), *w = calloc(1, sizeof(*w));
+	uint64_t bytes = 0;
+	struct mem_stats st;
+	pthread_t t;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(r);
+	assert_non_null(w);
+	r->a = mem_arena_new(m);
+	assert_non_null(r->a);
+	assert_int_equal(pthread_create(&t, NULL, arena_fill, r), 0);
+	for (unsigned int i = 0; i < ARENA_OBJS; i++) {
+		w->p[i] = mem_alloc(m, MEM_LEAF, arena_size(i));
+		assert_non_null(w->p[i]);
+		fill(w->p[i], arena_size(i), ARENA_OBJS + i);
+		bytes += arena_size(i);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	mem_arena_end(r->a);
+	for (unsigned int i = 0; i < ARENA_OBJS; i++) {
+		assert_true(holds(r->p[i], arena_size(i), i));
+		assert_true(holds(w->p[i], arena_size(i), ARENA_OBJS + i));
+	}
+	st = stats(m);
+	assert_int_equal(st.cls[MEM_TNODE].objects, ARENA_OBJS);
+	assert_int_equal(st.cls[MEM_TNODE].bytes, bytes);
+	assert_int_equal(st.cls[MEM_LEAF].objects, ARENA_OBJS);
+	assert_int_equal(st.cls[MEM_LEAF].bytes, bytes);
+	assert_int_equal(st.live_bytes, 2 * bytes);
+	for (unsigned int i = 0; i < ARENA_OBJS; i++) {
+		mem_free(m, MEM_TNODE, r->p[i], arena_size(i));
+		mem_free(m, MEM_LEAF, w->p[i], arena_size(i));
+	}
+	st = stats(m);
+	assert_int_equal(st.live_bytes, 0);
+#ifndef LCFIB_MEM_MALLOC_ONLY
+	/* Every chunk that held an object is wholly free, the arena's included: all go back. */
+	assert_true(mem_trim(m) > 0);
+	for (unsigned int i = 0; i < ARENA_OBJS; i++) {
+		assert_false(chunk_resident(r->p[i]));
+		assert_false(chunk_resident(w->p[i]));
+	}
+#endif
+	mem_destroy(m);
+	free(r);
+	free(w);
+}
+
+/*
  * mem_free_many(), the reclaimer's way to free, leaves what mem_free() of
  * each object would: the same counts, the same free memory (a trim gives
  * back as much), the kept objects untouched. Mixed classes and sizes, a
@@ -371,6 +458,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_free_many_frees_as_mem_free_does),
+		cmocka_unit_test(test_mem_arena_allocates_beside_the_writer),
 #ifndef LCFIB_MEM_MALLOC_ONLY
 		cmocka_unit_test(test_mem_trim_gives_back_wholly_free_chunks_only),
 		cmocka_unit_test(test_mem_trim_chunks_are_reused_by_any_size),

@@ -593,6 +593,12 @@ int main(int argc, char **argv)
 		log_err("cannot make the FIB: %m");
 		goto out;
 	}
+	/*
+	 * A bulk load's end builds the new trie on two threads where there
+	 * are two CPUs: a route file's parser thread is done by then.
+	 */
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		fib_set_build_threads(d.fib, 2);
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
 	/* The pid file first: a second lcfibd given it stops before touching the socket. */
 	pid_fd = pidfile_take(d.pidfile);

@@ -34,6 +34,7 @@ struct fib {
 	struct nh_table *nt;
 	struct fib_tables *tables; /* RCU */
 	unsigned int bulk;         /* writer: fib_bulk_begin()s not yet ended */
+	unsigned int build_threads; /* fib_set_build_threads() */
 };
 
 /* The names are lib/names.h's; RTN_UNSPEC, which no route has, is "unspec" here. */
@@ -133,8 +134,20 @@ void fib_bulk_end(struct fib *f)
 {
 	if (!f->bulk || --f->bulk)
 		return;
-	for (unsigned int i = 0; i < f->tables->n; i++)
-		fib_table_set_bulk(f->tables->t[i], false);
+	for (unsigned int i = 0; i < f->tables->n; i++) {
+		struct fib_table *tb = f->tables->t[i];
+
+		if (tb->family == AF_INET)
+			trie4_set_build_threads(tb->t4, f->build_threads);
+		else
+			trie6_set_build_threads(tb->t6, f->build_threads);
+		fib_table_set_bulk(tb, false);
+	}
+}
+
+void fib_set_build_threads(struct fib *f, unsigned int n)
+{
+	f->build_threads = n;
 }
 
 /* Writer: the table, made if new. NULL when out of memory. */

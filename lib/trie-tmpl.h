@@ -21,6 +21,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +132,8 @@ struct TRIE {
 	bool eager;
 	TKEY bulk_last;
 	uint64_t bulk_descents;
+	unsigned int build_threads; /* threads a rebuild may use (1: the writer alone) */
+	uint64_t split_builds;      /* rebuilds a second thread helped with (trie_stats) */
 };
 
 /*
@@ -454,19 +458,24 @@ static void *node_alloc(struct TRIE *t, enum mem_class c, size_t size)
 	return p;
 }
 
-static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsigned int bits)
+/* Makes @tn, of tnode_size(@bits) bytes, an empty node of @key's bits above @pos + @bits. */
+static void tnode_init(struct tnode *tn, TKEY key, unsigned int pos, unsigned int bits)
 {
-	size_t size = tnode_size(bits);
-	struct tnode *tn = node_alloc(t, MEM_TNODE, size);
-
-	if (!tn)
-		return NULL;
-	memset(tn, 0, size);
+	memset(tn, 0, tnode_size(bits));
 	tn->n.key = key_mask_low(key, pos + bits);
 	tn->n.pos = (uint8_t)pos;
 	tn->n.bits = (uint8_t)bits;
 	tn->n.slen = (uint8_t)pos;
 	tn->empty_children = (uint32_t)(1ul << bits);
+}
+
+static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsigned int bits)
+{
+	struct tnode *tn = node_alloc(t, MEM_TNODE, tnode_size(bits));
+
+	if (!tn)
+		return NULL;
+	tnode_init(tn, key, pos, bits);
 	STAT_ADD(t->nr_tnodes, 1);
 	return tn;
 }
@@ -1285,6 +1294,9 @@ struct rebuild {
 	uint8_t *diff;       /* diff[i]: the highest bit where key[i] and key[i + 1] differ */
 	uintptr_t *old;      /* the old internal nodes' slots, to retire */
 	size_t n_leaf, n_tn; /* collected so far */
+	/* The building thread's: where its nodes come from (NULL: the writer's mem), how many. */
+	struct mem_arena *arena;
+	uint64_t made;
 };
 
 /*
@@ -1325,16 +1337,153 @@ static bool rebuild_collect(struct rebuild *rb, uintptr_t s)
 	return true;
 }
 
+/* A new node for the rebuild @rb, counted in rb->made; NULL without the memory. */
+static struct tnode *rebuild_tnode(struct rebuild *rb, TKEY key, unsigned int pos,
+				   unsigned int bits)
+{
+	size_t size = tnode_size(bits);
+	struct tnode *tn = rb->arena ? mem_arena_alloc(rb->arena, MEM_TNODE, size)
+				     : mem_alloc(rb->t->mem, MEM_TNODE, size);
+
+	if (tn && ((uintptr_t)tn >> SLOT_ADDR_BITS)) {
+		mem_free(rb->t->mem, MEM_TNODE, tn, size); /* as node_alloc() */
+		tn = NULL;
+	}
+	if (!tn)
+		return NULL;
+	tnode_init(tn, key, pos, bits);
+	rb->made++;
+	return tn;
+}
+
 /* Frees @tn and the internal nodes under it, none ever published (all new). */
-static void rebuild_free(struct TRIE *t, struct tnode *tn)
+static void rebuild_free(struct rebuild *rb, struct tnode *tn)
 {
 	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
 		uintptr_t s = slot_writer(tn->child[i]);
 
 		if (slot_bits(s))
-			rebuild_free(t, node_tnode(slot_node(s)));
+			rebuild_free(rb, node_tnode(slot_node(s)));
 	}
-	node_free_unpublished(t, &tn->n);
+	rb->made--;
+	mem_free(rb->t->mem, MEM_TNODE, tn, tnode_size(tn->n.bits));
+}
+
+static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t lo, size_t hi);
+
+/*
+ * Builds the children of @tn over leaves [@lo, @hi) and puts them in its
+ * slots; false without the memory (the children made so far are in the
+ * slots). @alone: no other thread fills @tn meanwhile, so each slot is
+ * counted in tn's header as it is filled; otherwise only the slots and
+ * their slen copies are written, and the writer counts them after
+ * (rebuild_count()).
+ */
+static bool rebuild_children(struct rebuild *rb, struct tnode *tn, size_t lo, size_t hi, bool alone)
+{
+	unsigned int pos = tn->n.pos;
+
+	for (size_t a = lo, c; a < hi; a = c) {
+		unsigned long j = get_index(rb->key[a], &tn->n);
+		uintptr_t s;
+		unsigned int slen;
+
+		for (c = a + 1; c < hi && rb->diff[c - 1] < pos; c++)
+			;
+		if (c - a == 1) {
+			s = rb->slot[a];
+			slen = rb->slen[a];
+		} else {
+			struct tnode *in = rebuild_node(rb, tn, a, c);
+
+			if (!in)
+				return false;
+			s = node_slot(&in->n);
+			slen = in->n.slen;
+		}
+		if (alone) {
+			fill_slot(tn, j, s, slen);
+		} else {
+			child_slen(tn)[j] = (uint8_t)slen;
+			tn->child[j] = s;
+		}
+	}
+	return true;
+}
+
+/* Counts children [@lo, @hi) of @tn, filled by rebuild_children() not alone, in its header. */
+static void rebuild_count(struct tnode *tn, unsigned long lo, unsigned long hi)
+{
+	for (unsigned long j = lo; j < hi; j++) {
+		uintptr_t s = tn->child[j];
+
+		if (!s)
+			continue;
+		tn->empty_children--;
+		tn->full_children += slot_full(tn, s);
+		if (tn->n.slen < child_slen(tn)[j])
+			tn->n.slen = child_slen(tn)[j];
+	}
+}
+
+/* A second thread's part of a rebuild: children [lo, hi) of @tn. */
+struct rebuild_half {
+	struct rebuild rb; /* the writer's, with the arena of this thread */
+	struct tnode *tn;
+	size_t lo, hi;
+	bool ok;
+};
+
+static void *rebuild_half_main(void *arg)
+{
+	struct rebuild_half *h = arg;
+
+	h->ok = rebuild_children(&h->rb, h->tn, h->lo, h->hi, false);
+	return NULL;
+}
+
+/*
+ * rebuild_children() of the root @tn, its children from the middle leaf
+ * on built by a second thread: the two halves of the root's subtrees are
+ * built at once, each thread filling its own slots. The second thread's
+ * nodes come from an arena (lib/mem.h), and its count joins the
+ * writer's. Without a thread or an arena, the writer builds them all.
+ */
+static bool rebuild_children_split(struct rebuild *rb, struct tnode *tn, size_t lo, size_t hi)
+{
+	struct rebuild_half h = { .rb = *rb, .tn = tn, .hi = hi };
+	size_t mid = lo + (hi - lo) / 2;
+	sigset_t all, old;
+	pthread_t thread;
+	bool ok;
+	int ret;
+
+	/* The first leaf of a child: the halves share no slot. */
+	while (mid < hi && rb->diff[mid - 1] < tn->n.pos)
+		mid++;
+	h.lo = mid;
+	h.rb.made = 0;
+	h.rb.arena = mem_arena_new(rb->t->mem);
+	if (mid == hi || !h.rb.arena) {
+		mem_arena_end(h.rb.arena);
+		return rebuild_children(rb, tn, lo, hi, true);
+	}
+	/* Signals are the caller's threads' to take. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&thread, NULL, rebuild_half_main, &h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		mem_arena_end(h.rb.arena);
+		return rebuild_children(rb, tn, lo, hi, true);
+	}
+	ok = rebuild_children(rb, tn, lo, mid, false);
+	pthread_join(thread, NULL);
+	STAT_ADD(rb->t->split_builds, 1);
+	mem_arena_end(h.rb.arena);
+	rb->made += h.rb.made;
+	rebuild_count(tn, 0, child_length(&tn->n));
+	return ok && h.ok;
 }
 
 /*
@@ -1362,26 +1511,15 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 		distinct = used;
 	}
 	pos = top + 1 - bits;
-	tn = tnode_new(rb->t, rb->key[lo], pos, bits);
+	tn = rebuild_tnode(rb, rb->key[lo], pos, bits);
 	if (!tn)
 		return NULL;
 	tn->parent = tp;
-	for (size_t a = lo, c; a < hi; a = c) {
-		unsigned long j = get_index(rb->key[a], &tn->n);
-		struct tnode *in;
-
-		for (c = a + 1; c < hi && rb->diff[c - 1] < pos; c++)
-			;
-		if (c - a == 1) {
-			fill_slot(tn, j, rb->slot[a], rb->slen[a]);
-			continue;
-		}
-		in = rebuild_node(rb, tn, a, c);
-		if (!in) {
-			rebuild_free(rb->t, tn);
-			return NULL;
-		}
-		fill_node(tn, j, &in->n);
+	if (!(!tp && rb->t->build_threads > 1 && hi - lo >= trie_rebuild_split_min
+		      ? rebuild_children_split(rb, tn, lo, hi)
+		      : rebuild_children(rb, tn, lo, hi, true))) {
+		rebuild_free(rb, tn);
+		return NULL;
 	}
 	rebuild_answers(rb, tn, lo, hi);
 	return tn;
@@ -1430,6 +1568,7 @@ static bool rebuild(struct TRIE *t)
 	}
 	root = rebuild_node(&rb, NULL, 0, rb.n);
 	if (root) {
+		STAT_ADD(t->nr_tnodes, rb.made);
 		put_child_root(t, NULL, root->n.key, &root->n);
 		/* As node_retire(), without reading them: their slots have their sizes. */
 		for (size_t i = 0; i < rb.n_tn; i++) {
@@ -1452,6 +1591,11 @@ static void bulk_resize_all(struct TRIE *t)
 		rebalance_subtree(t, node_tnode(root));
 		t->top_down = false;
 	}
+}
+
+void TN(set_build_threads)(struct TRIE *t, unsigned int n)
+{
+	t->build_threads = n;
 }
 
 void TN(set_bulk)(struct TRIE *t, bool on)
@@ -3026,6 +3170,7 @@ void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 		st->fallback_bytes = fb_size(fb->bits);
 	for (unsigned long j = 0; fb && fb->in_slots && j < 1ul << fb->bits; j++)
 		st->root_answers += (slot_load(&fb->root->child[j]) & SLOT_ROUTE) != 0;
+	st->split_builds = uatomic_read(&t->split_builds);
 }
 
 static int check_leaf(const struct leaf *l, struct errbuf *err)

@@ -68,6 +68,15 @@ typedef int trie_edit_fn(void *ctx, const struct fib_route *old, unsigned int n_
 extern unsigned int trie_batch_min_leaves;
 
 /*
+ * A build anew of at least this many leaves, in a trie that may use two
+ * threads (trie*_set_build_threads()), builds the upper half of its
+ * root's children on the second (default 2^14: below it, starting the
+ * thread costs more than it saves). Tests set it lower. Set it before the
+ * writer starts.
+ */
+extern unsigned int trie_rebuild_split_min;
+
+/*
  * What a lookup reads, counted by kind on the calling thread, in a build
  * with TRIE_READ_STATS defined (tests/bench/bench_fib_reads: the
  * library's lookups compiled again with it); other builds count nothing.
@@ -136,6 +145,12 @@ extern __thread uint64_t trie_reads[TRIE_READ_KINDS];
 	 * if the load made at least half of them.                                                 \
 	 */                                                                                        \
 	void T##_set_bulk(struct T *t, bool on);                                                   \
+	/*                                                                                         \
+	 * Writer. A build anew at bulk mode's end may use @n threads: with 2                      \
+	 * or more, it builds half of the root's subtrees on a thread it starts                    \
+	 * for the build (default 1: the writer alone).                                            \
+	 */                                                                                        \
+	void T##_set_build_threads(struct T *t, unsigned int n);                                   \
 	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \
 	int T##_check(const struct T *t, struct errbuf *err);                                      \
 	/* A dump in the spirit of /proc/net/fib_trie. Writer, or reader. */                       \

@@ -28,6 +28,7 @@ static void key_format(uint32_t key, char *buf, size_t size)
 }
 
 unsigned int trie_batch_min_leaves = 1u << 17;
+unsigned int trie_rebuild_split_min = 1u << 14;
 
 #ifdef TRIE_READ_STATS
 __thread uint64_t trie_reads[TRIE_READ_KINDS];

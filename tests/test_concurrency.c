@@ -13,7 +13,8 @@
  * a lookup that needs a short sentinel must backtrack past the churn.
  *
  * In two runs each wave rises in one bulk load, sorted: its end builds the
- * trie anew and swaps it in under the readers.
+ * trie anew, half of it on a second thread, and swaps it in under the
+ * readers.
  *
  * Readers also look up random addresses near the probes and check that
  * whatever comes back is a route some edit made (type, metric, length),
@@ -85,9 +86,14 @@ struct fam {
 
 #define BATCH_MAX 128
 
+/* Each trie may build anew on two threads: the bulk runs' ends then do (see main()). */
 static void *fam4_new(struct mem *m, struct reclaim *rc)
 {
-	return trie4_new(m, rc);
+	struct trie4 *t = trie4_new(m, rc);
+
+	if (t)
+		trie4_set_build_threads(t, 2);
+	return t;
 }
 
 static void fam4_destroy(void *t)
@@ -148,7 +154,11 @@ static void fam4_format(u128 key, char *buf, size_t size)
 
 static void *fam6_new(struct mem *m, struct reclaim *rc)
 {
-	return trie6_new(m, rc);
+	struct trie6 *t = trie6_new(m, rc);
+
+	if (t)
+		trie6_set_build_threads(t, 2);
+	return t;
 }
 
 static void fam6_destroy(void *t)
@@ -800,8 +810,13 @@ static void run_concurrency(const struct params *pa)
 		st.wait_ns_total / 1e6, (unsigned long long)st.peak_pending);
 
 	assert_int_equal(failures, 0);
-	if (pa->bulk)
+	if (pa->bulk) {
+		struct trie_stats ts;
+
 		assert_true(c.bulk_loads >= 2);
+		f->get_stats(r->t, &ts);
+		assert_true(ts.split_builds >= 2);
+	}
 	/* Readers ran during the churn, not only before or after it. */
 	assert_true(rounds_at_end > 2 * NR_READERS);
 	assert_true(lookups > 0);
@@ -916,7 +931,8 @@ int main(void)
 		}
 	}
 	seed = tdata_seed(0xc0ffee5eedull);
-	/* Small tries here: make batch lookups take the lanes anyway. */
+	/* Small tries here: make batch lookups take the lanes, and builds anew split, anyway. */
 	trie_batch_min_leaves = 0;
+	trie_rebuild_split_min = 256;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1628,6 +1628,23 @@ static void stepwise_same(const struct stepwise *s, const char *what)
 		      (double)a.total_depth / (double)a.leaves);
 }
 
+/*
+ * The full view's prefixes of @tt's family, loaded into @t, and their
+ * number in *@n: the first 40,000 under ThreadSanitizer (30 times slower),
+ * whose keys already pass 16/8.
+ */
+static const struct addr_prefix *fullview_prefixes(const struct tt *tt, struct tdata_table *t,
+						   size_t *n)
+{
+	assert_int_equal(tdata_load_fullview(t), 0);
+	*n = tt->family == AF_INET ? t->n4 : t->n6;
+#ifdef TDATA_UNDER_TSAN
+	if (*n > 40000)
+		*n = 40000;
+#endif
+	return tt->family == AF_INET ? t->v4 : t->v6;
+}
+
 /* Bytes retired so far (nodes and leaves). */
 static uint64_t retired_bytes(struct reclaim *rc)
 {
@@ -1659,14 +1676,7 @@ static void test_trie_inflates_several_steps_as_one_at_a_time(void **state)
 	uint32_t *idx;
 	size_t n;
 
-	assert_int_equal(tdata_load_fullview(&t), 0);
-	v = f->tt.family == AF_INET ? t.v4 : t.v6;
-	n = f->tt.family == AF_INET ? t.n4 : t.n6;
-#ifdef TDATA_UNDER_TSAN
-	/* Its first 40,000 prefixes under ThreadSanitizer (30 times slower): keys past 16/8. */
-	if (n > 40000)
-		n = 40000;
-#endif
+	v = fullview_prefixes(&f->tt, &t, &n);
 	s.m = mem_new();
 	assert_non_null(s.m);
 	s.rc = reclaim_new(s.m);
@@ -1707,6 +1717,125 @@ static void test_trie_inflates_several_steps_as_one_at_a_time(void **state)
 	reclaim_destroy(s.rc);
 	mem_destroy(s.m);
 	tdata_free(&t);
+}
+
+/* ------------------------------------------- a build anew on two threads */
+
+/*
+ * With two build threads (trie*_set_build_threads()), the end of a sorted
+ * bulk load builds the upper half of the root's subtrees on a second
+ * thread, its nodes from an arena (lib/mem.h), while the writer builds the
+ * lower half. It must build the trie one thread builds: the full view
+ * sorted (its first 40,000 prefixes under ThreadSanitizer), loaded in bulk
+ * mode into the fixture's trie (one thread) and into a second trie with its
+ * own memory (two); then the same nodes, answers and bytes, both sound, the
+ * same answer for every address tried, and the same memory in each class.
+ * A third of the prefixes first, then the rest on top: the second build
+ * anew takes the first load's leaves in too.
+ */
+static void test_trie_builds_anew_on_two_threads_as_on_one(void **state)
+{
+	struct fixture *f = *state;
+	struct tt two = { .family = f->tt.family, .bits = f->tt.bits };
+	struct tdata_edit e = { .metric = 1 };
+	struct tdata_table t = { 0 };
+	struct trie_stats a, b;
+	struct mem_stats ma, mb;
+	const struct addr_prefix *v;
+	struct tdata_rng r;
+	struct live *p;
+	struct mem *m;
+	struct reclaim *rc;
+	unsigned int split = trie_rebuild_split_min;
+	size_t n;
+
+	v = fullview_prefixes(&f->tt, &t, &n);
+	/* Both loads split, however many prefixes this is (the default asks for 16,384). */
+	trie_rebuild_split_min = (unsigned int)(n / 8);
+	p = malloc(n * sizeof(*p));
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++) {
+		p[i].key = f->tt.family == AF_INET ? (tkey)addr_key4(&v[i].a) : addr_key6(&v[i].a);
+		p[i].plen = v[i].plen;
+	}
+	qsort(p, n, sizeof(*p), live_cmp);
+	m = mem_new();
+	assert_non_null(m);
+	rc = reclaim_new(m);
+	assert_non_null(rc);
+	if (two.family == AF_INET) {
+		two.t4 = trie4_new(m, rc);
+		assert_non_null(two.t4);
+		trie4_set_build_threads(two.t4, 2);
+	} else {
+		two.t6 = trie6_new(m, rc);
+		assert_non_null(two.t6);
+		trie6_set_build_threads(two.t6, 2);
+	}
+
+	/* A third of the prefixes, then the rest on top: each load makes most of the leaves. */
+	for (size_t half = 0; half < 2; half++) {
+		tt_set_bulk(&f->tt, true);
+		tt_set_bulk(&two, true);
+		for (size_t i = 0; i < n; i++) {
+			if ((i % 3 == 0) != (half == 0))
+				continue;
+			assert_int_equal(tt_edit(&f->tt, p[i].key, p[i].plen, tdata_edit_set, &e),
+					 0);
+			assert_int_equal(tt_edit(&two, p[i].key, p[i].plen, tdata_edit_set, &e), 0);
+		}
+		tt_set_bulk(&f->tt, false);
+		tt_set_bulk(&two, false);
+		assert_trie_ok(&f->tt);
+		assert_trie_ok(&two);
+		tt_stats(&f->tt, &a);
+		tt_stats(&two, &b);
+		assert_same_shape(&a, &b);
+		assert_int_equal(a.answers, b.answers);
+		assert_int_equal(a.root_answers, b.root_answers);
+		assert_int_equal(a.tnode_bytes, b.tnode_bytes);
+		assert_int_equal(a.split_builds, 0);
+		assert_int_equal(b.split_builds, half + 1);
+	}
+
+	tdata_rng_seed(&r, tdata_seed(20261206));
+	for (size_t i = 0; i < 200000; i++) {
+		const struct live *q = &p[tdata_rng_next(&r) % n];
+		tkey rnd =
+			((tkey)tdata_rng_next(&r) << 64 | tdata_rng_next(&r)) & tt_all_ones(&f->tt);
+		/* Inside a table prefix (its host bits random), or anywhere. */
+		tkey addr = i & 1 ? q->key | (rnd ^ tt_mask(&f->tt, rnd, q->plen)) : rnd;
+		struct fib_route ra, rb;
+		int fa, fb;
+
+		fa = tt_lookup(&f->tt, addr, &ra);
+		fb = tt_lookup(&two, addr, &rb);
+		assert_int_equal(fa, fb);
+		if (fa)
+			assert_int_equal(ra.plen, rb.plen);
+	}
+
+	reclaim_barrier(f->rc);
+	reclaim_barrier(rc);
+	mem_get_stats(f->m, &ma);
+	mem_get_stats(m, &mb);
+	for (int c = 0; c < MEM_CLASS_MAX; c++) {
+		assert_int_equal(ma.cls[c].objects, mb.cls[c].objects);
+		assert_int_equal(ma.cls[c].bytes, mb.cls[c].bytes);
+	}
+	assert_int_equal(ma.live_bytes, mb.live_bytes);
+	print_message("  %llu leaves, %llu internal nodes: the same on one thread and on two\n",
+		      (unsigned long long)a.leaves, (unsigned long long)a.tnodes);
+
+	if (two.family == AF_INET)
+		trie4_destroy(two.t4);
+	else
+		trie6_destroy(two.t6);
+	reclaim_destroy(rc);
+	mem_destroy(m);
+	free(p);
+	tdata_free(&t);
+	trie_rebuild_split_min = split;
 }
 
 static void test_trie_default_and_all_ones_routes(void **state)
@@ -2274,6 +2403,7 @@ int main(void)
 		T(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
 		T(test_trie_bulk_turns_eager_on_shuffled_load),
 		T(test_trie_inflates_several_steps_as_one_at_a_time),
+		T(test_trie_builds_anew_on_two_threads_as_on_one),
 		T(test_trie_bulk_turns_eager_after_sorted_start),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
@@ -2298,6 +2428,7 @@ int main(void)
 		T6(test_trie_bulk_turns_eager_on_shuffled_load),
 		T6(test_trie_bulk_turns_eager_after_sorted_start),
 		T6(test_trie_inflates_several_steps_as_one_at_a_time),
+		T6(test_trie_builds_anew_on_two_threads_as_on_one),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),
 		T6(test_trie_callback_error_leaves_trie_unchanged),

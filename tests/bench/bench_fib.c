@@ -12,7 +12,8 @@
  *            throughput, which bound every lookup figure.
  *   full     load the full table (IPv4, then IPv6): load rate, accounted
  *            bytes per route, trie statistics; lookups/s on one reader;
- *            then the same load in bulk mode (fib_bulk_begin/end).
+ *            then the same load in bulk mode (fib_bulk_begin/end), and
+ *            again with the end on two threads (fib_set_build_threads).
  *   dpdk     rte_lpm (DIR-24-8) and rte_fib (dir24_8) on the same table
  *            and the same addresses, and lcfib/DPDK ratios.
  *   sweep    tables of 2^k+1 random prefixes of the full IPv4 table.
@@ -24,9 +25,10 @@
  *            of two builds of the library (a minute less than full).
  *   loads    only when named: one route at a time alone (IPv4 in file
  *            order and shuffled, IPv6 in file order), each into a fresh
- *            FIB, with what it retired: for A/B runs of loads, and for
- *            counting their instructions (valgrind --tool=callgrind
- *            --toggle-collect=fib_route_add).
+ *            FIB, with what it retired, then both families in bulk mode
+ *            with fib_bulk_end() on one thread and on two: for A/B runs
+ *            of loads, and for counting their instructions (valgrind
+ *            --tool=callgrind --toggle-collect=fib_route_add).
  *   reads    only in tests/bench/bench_fib_reads (the library's lookups
  *            built with TRIE_READ_STATS), and only when named: the memory
  *            objects a lookup reads, counted by kind, on full's
@@ -1068,16 +1070,23 @@ static void print_bulk_rows(const struct load_fig *l4, const struct load_fig *l6
  */
 static void section_full_bulk_again(struct bench *b)
 {
-	struct fib *f = fib_new_or_die();
 	struct load_fig l4, l6, all;
 	uint64_t end_ns;
+	struct fib *f;
 
 	progress("full: bulk load again");
-	bulk_load(b, f, &l4, &l6, &all, &end_ns);
-	printf("\nthe same bulk load again, into a fresh FIB after the first was destroyed "
-	       "(memory the process has touched)\n");
-	print_bulk_rows(&l4, &l6, &all, end_ns);
-	fib_destroy(f);
+	for (unsigned int threads = 1; threads <= 2; threads++) {
+		f = fib_new_or_die();
+		fib_set_build_threads(f, threads);
+		bulk_load(b, f, &l4, &l6, &all, &end_ns);
+		printf(threads == 1
+			       ? "\nthe same bulk load again, into a fresh FIB after the first "
+				 "was destroyed (memory the process has touched)\n"
+			       : "and again with fib_set_build_threads(2): the end builds each "
+				 "trie on two threads\n");
+		print_bulk_rows(&l4, &l6, &all, end_ns);
+		fib_destroy(f);
+	}
 	f = fib_new_or_die();
 	load_prefixes(f, b->t.v4, b->gw4, NULL, b->t.n4, &l4);
 	printf("and one route at a time (fib_route_add, file order), the same way\n");
@@ -1312,7 +1321,8 @@ static int section_loads(struct bench *b)
 	if (bench_table(b))
 		return -1;
 	perm = shuffled_indices(b->t.n4, b->seed ^ 0x54f1);
-	print_title("loads: one route at a time into a fresh FIB (fib_route_add)");
+	print_title("loads: one route at a time (fib_route_add), then in bulk mode, each into a "
+		    "fresh FIB");
 	printf("%-18s %10s %10s %12s %14s\n", "table", "routes", "seconds", "routes/s",
 	       "retired B");
 	for (int i = 0; i < 3; i++) {
@@ -1330,6 +1340,26 @@ static int section_loads(struct bench *b)
 		printf("%-18s %10zu %10.3f %12.0f %14" PRIu64 "\n", what[i], lf.routes,
 		       (double)lf.ns / 1e9, rate(lf.routes, lf.ns), st.reclaim.retired_bytes);
 		print_load_errors(what[i], &lf);
+		fib_destroy(f);
+	}
+	/* Both families in bulk mode, in file order, its end on one thread and on two. */
+	for (unsigned int threads = 1; threads <= 2; threads++) {
+		struct fib *f = fib_new_or_die();
+		struct load_fig l4, l6, all;
+		struct fib_state st;
+		uint64_t end_ns;
+		char name[32];
+
+		progress("loads: bulk, end on %u thread(s)", threads);
+		fib_set_build_threads(f, threads);
+		bulk_load(b, f, &l4, &l6, &all, &end_ns);
+		fib_reclaim_barrier(f);
+		fib_get_state(f, &st);
+		snprintf(name, sizeof(name), "bulk, %u thread%s", threads, threads > 1 ? "s" : "");
+		printf("%-18s %10zu %10.3f %12.0f %14" PRIu64 "   (end %.3f s)\n", name, all.routes,
+		       (double)all.ns / 1e9, rate(all.routes, all.ns), st.reclaim.retired_bytes,
+		       (double)end_ns / 1e9);
+		print_load_errors(name, &all);
 		fib_destroy(f);
 	}
 	free(perm);

@@ -39,6 +39,15 @@
 #define RF_IFCACHE    4          /* interface names a file's parse remembers */
 #define RF_OPS_FIRST  1024       /* ops of a first mapping: 32 KiB, whole pages */
 #define RF_PIPE_BATCH 4096       /* ops a load's parser publishes at a time */
+/*
+ * Ops of a load that come out of key order are put in key order this many
+ * at a time (rf_order()): a power of two, so that an op's place in the
+ * apply order is an offset in its chunk. A shuffled full view took 0.80-0.92
+ * s to load with chunks of 2^16, 0.74-0.80 with 2^18, and 0.82-1.12 with
+ * 2^20, where the applier waits for the whole parse (docs/BENCHMARKS.md,
+ * issue 9's sixteenth round).
+ */
+#define RF_SORT_CHUNK (1u << 18)
 #define RF_PIPE_TAKE  65536      /* ops its applier takes before it looks again */
 #define RF_STR_(x)    #x
 #define RF_STR(x)     RF_STR_(x)
@@ -163,6 +172,7 @@ struct rf_pipe {
 	bool full; /* the ops array is full: the file grew while it was read */
 	void **old;
 	size_t n_old, cap_old;
+	uint32_t sort_tmp[2][RF_SORT_CHUNK]; /* rf_order()'s radix passes */
 };
 
 /*
@@ -206,12 +216,24 @@ struct routefile {
 	struct errbuf err;                    /* one line's message */
 
 	struct rf_pipe *pipe; /* during a load only */
+	/*
+	 * A load's apply order: op (i & ~(RF_SORT_CHUNK - 1)) + order[i] is
+	 * the i-th applied; set by the parser for the ops it publishes
+	 * (rf_order()). in_order: the ops parsed since the last publication
+	 * are in key order in each family (each trie), each at or after the
+	 * one of its family before.
+	 */
+	uint32_t *order;
+	uint64_t sent;       /* ops published */
+	uint64_t last_of[2]; /* the last op of each family (IPv4, IPv6), plus one */
+	bool in_order;
 	/* The applier's view of the arrays, apart from the parser's counts. */
 	alignas(RF_CACHE_LINE) const struct nh_path *apply_paths;
 	const struct rf_rec *apply_ops;
+	const uint32_t *apply_order; /* a load's order, or NULL: the ops in turn */
 	const struct rf_run *apply_run;
 	uint64_t apply_runs;
-	uint64_t run_at;                   /* its last run: ops are applied, and undone, in order */
+	uint64_t run_at;                   /* its last run: most ops come in the file's order */
 	uint64_t apply_total;              /* ops in all, as far as it knows (0: not yet) */
 	uint64_t parse_ns, waited_ns;      /* a load's: see struct routefile_result */
 
@@ -274,9 +296,12 @@ static void rf_ops_free(struct routefile *rf)
 {
 	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
 	rf_big_free(rf->runs, rf->cap_runs * sizeof(*rf->runs));
+	rf_big_free(rf->order, rf->cap_ops * sizeof(*rf->order));
 	rf->ops = NULL;
 	rf->runs = NULL;
+	rf->order = NULL;
 	rf->apply_ops = NULL;
+	rf->apply_order = NULL;
 	rf->apply_run = NULL;
 	rf->cap_ops = rf->cap_runs = 0;
 }
@@ -1538,8 +1563,74 @@ static bool rf_run_goes_on(const struct routefile *rf, const struct rf_op *op)
 	       r->line + (rf->n_ops - r->op) == op->line;
 }
 
+/* Key order: the family, then the address (bytes in network order). */
+static int rf_rec_cmp(const struct rf_rec *a, const struct rf_rec *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+/* Byte @d of an op's key: 0 the family, 1 to 16 the address. */
+static unsigned int rf_rec_byte(const struct rf_rec *r, unsigned int d)
+{
+	return d ? r->addr[d - 1] : r->family;
+}
+
+/*
+ * Sets the apply order of ops [@lo, @hi) of a load, which lie in one
+ * chunk of RF_SORT_CHUNK ops: as parsed where they are in key order, else
+ * sorted by key, stably, so that the ops of one key keep the file's
+ * order. Bulk mode loads sorted input faster than shuffled input: each
+ * chunk of a shuffled file is then a sorted run, and a shuffled full view
+ * loads a quarter faster (docs/BENCHMARKS.md, issue 9's sixteenth round).
+ * A radix sort, least significant byte first, skipping the bytes all the
+ * ops share (IPv4's last twelve).
+ */
+static void rf_order(struct routefile *rf, uint64_t lo, uint64_t hi)
+{
+	uint64_t base = lo & ~(uint64_t)(RF_SORT_CHUNK - 1);
+	const struct rf_rec *ops = rf->ops + base;
+	uint32_t *a = rf->pipe->sort_tmp[0], *b = rf->pipe->sort_tmp[1], *t;
+	size_t n = hi - lo;
+
+	for (size_t k = 0; k < n; k++)
+		a[k] = (uint32_t)(lo - base + k);
+	for (unsigned int d = sizeof(ops->addr) + 1; !rf->in_order && d-- > 0;) {
+		size_t count[256] = { 0 }, at = 0;
+
+		for (size_t k = 0; k < n; k++)
+			count[rf_rec_byte(&ops[a[k]], d)]++;
+		if (count[rf_rec_byte(&ops[a[0]], d)] == n)
+			continue;
+		for (unsigned int v = 0; v < 256; v++) {
+			size_t c = count[v];
+
+			count[v] = at;
+			at += c;
+		}
+		for (size_t k = 0; k < n; k++)
+			b[count[rf_rec_byte(&ops[a[k]], d)]++] = a[k];
+		t = a;
+		a = b;
+		b = t;
+	}
+	memcpy(rf->order + lo, a, n * sizeof(*a));
+}
+
+/* Publishes the ops parsed so far to a load's applier, in order (rf_order()). */
+static void rf_pipe_send(struct routefile *rf, bool done, int ret, const struct errbuf *err)
+{
+	if (rf->n_ops > rf->sent)
+		rf_order(rf, rf->sent, rf->n_ops);
+	rf->sent = rf->n_ops;
+	rf->in_order = true;
+	rf_pipe_publish(rf, done, ret, err);
+}
+
 static int rf_op_push(struct routefile *rf, struct rf_op *op)
 {
+	unsigned int fam;
 	int ret;
 
 	if (op->n_paths && !(op->kind & RF_OP_NHID)) {
@@ -1562,8 +1653,16 @@ static int rf_op_push(struct routefile *rf, struct rf_op *op)
 		};
 	}
 	rf_rec_pack(op, &rf->ops[rf->n_ops++]);
-	if (rf->pipe && rf->n_ops % RF_PIPE_BATCH == 0)
-		rf_pipe_publish(rf, false, 0, NULL);
+	if (!rf->pipe)
+		return 0;
+	fam = rf->ops[rf->n_ops - 1].family == AF_INET6;
+	if (rf->last_of[fam] > rf->sent &&
+	    rf_rec_cmp(&rf->ops[rf->last_of[fam] - 1], &rf->ops[rf->n_ops - 1]) > 0)
+		rf->in_order = false;
+	rf->last_of[fam] = rf->n_ops;
+	/* Ops out of order wait for the end of their chunk, and are sorted with it. */
+	if (rf->n_ops % RF_SORT_CHUNK == 0 || (rf->in_order && rf->n_ops % RF_PIPE_BATCH == 0))
+		rf_pipe_send(rf, false, 0, NULL);
 	return 0;
 }
 
@@ -1866,15 +1965,31 @@ static void rf_progress(routefile_progress_fn *fn, void *ctx, const char *phase,
 static const struct rf_run *rf_run_of(struct routefile *rf, uint64_t i)
 {
 	const struct rf_run *runs = rf->apply_run;
-	uint64_t k = rf->run_at;
+	uint64_t k = rf->run_at, lo = 0, hi = rf->apply_runs;
 
-	while (k + 1 < rf->apply_runs && runs[k + 1].op <= i)
+	/* Mostly the last op's run, or the next; a load's sorted chunks jump. */
+	if (k + 1 < hi && runs[k + 1].op <= i && (k + 2 == hi || runs[k + 2].op > i))
 		k++;
-	while (k && runs[k].op > i)
-		k--;
+	if (runs[k].op > i || (k + 1 < hi && runs[k + 1].op <= i)) {
+		while (hi - lo > 1) {
+			uint64_t mid = lo + (hi - lo) / 2;
+
+			if (runs[mid].op <= i)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		k = lo;
+	}
 	if (k != rf->run_at)
 		rf->run_at = k;
 	return &runs[k];
+}
+
+/* The op applied @i-th: a load's in the order its parser set (rf_order()), else the @i-th. */
+static uint64_t rf_op_at(const struct routefile *rf, uint64_t i)
+{
+	return rf->apply_order ? (i & ~(uint64_t)(RF_SORT_CHUNK - 1)) + rf->apply_order[i] : i;
 }
 
 static uint64_t rf_run_line(const struct rf_run *r, uint64_t i)
@@ -2003,20 +2118,21 @@ static int rf_rollback(struct routefile *rf, struct fib *f, uint64_t n,
 
 	rf_progress(progress, ctx, "rolling-back", 0, n);
 	for (uint64_t k = n; k-- > 0;) {
+		uint64_t op = rf_op_at(rf, k);
 		struct fib_undo u;
 		int ret;
 
 		if ((n - k) % ROUTEFILE_CANCEL_OPS == 0 && (rf_cancelled(rf) & ROUTEFILE_ABANDON))
 			return -ECANCELED; /* at exit: the FIB goes anyway */
 
-		rf_undo_load(rf, k, &u);
+		rf_undo_load(rf, op, &u);
 		ret = fib_undo_revert(f, &u, &rerr);
 		if (ret) {
 			fib_undo_release(f, &u);
 			kept++;
 			if (!first) {
 				first = ret;
-				failed_line = rf_run_line(rf_run_of(rf, k), k);
+				failed_line = rf_run_line(rf_run_of(rf, op), op);
 				err_set(err, "%s", rerr.msg);
 			}
 		}
@@ -2074,6 +2190,7 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 	bool bad;
 
 	rf->apply_ops = rf->ops; /* in a load, mapped whole at its start */
+	rf->apply_order = rf->order;
 	rf->apply_run = rf->runs;
 	if (!pp) {
 		rf->apply_paths = rf->paths;
@@ -2108,7 +2225,7 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 			void *ctx, struct routefile_result *r, uint64_t *failed, struct errbuf *err)
 {
 	struct errbuf ferr;
-	uint64_t i, avail = 0;
+	uint64_t i, op, avail = 0;
 
 	for (i = 0;; i++) {
 		const struct rf_run *run;
@@ -2121,13 +2238,14 @@ static int rf_apply_all(struct routefile *rf, struct fib *f, routefile_progress_
 			err_set(err, "%s: cancelled", rf->opts.name);
 			return -ECANCELED;
 		}
-		run = rf_run_of(rf, i);
-		ret = rf_apply_op(rf, f, i, run->table, &ferr);
+		op = rf_op_at(rf, i);
+		run = rf_run_of(rf, op);
+		ret = rf_apply_op(rf, f, op, run->table, &ferr);
 
 		if (ret && (!rf->opts.skip_bad_lines || ret == -ENOMEM ||
-			    rf_bad_add(rf, rf_run_line(run, i), run->col, ferr.msg))) {
+			    rf_bad_add(rf, rf_run_line(run, op), run->col, ferr.msg))) {
 			*failed = i;
-			err_set(err, "%s:%" PRIu64 ":%u: %s", rf->opts.name, rf_run_line(run, i),
+			err_set(err, "%s:%" PRIu64 ":%u: %s", rf->opts.name, rf_run_line(run, op),
 				run->col, ferr.msg);
 			return ret;
 		}
@@ -2291,7 +2409,7 @@ static void *rf_pipe_main(void *arg)
 		ret = routefile_read_fd(rf, pp->fd, &err);
 	/* Read by the applier after it joins this thread. */
 	pp->parse_ns = rf_now_ns() - t0;
-	rf_pipe_publish(rf, true, ret, &err);
+	rf_pipe_send(rf, true, ret, &err);
 	return NULL;
 }
 
@@ -2329,8 +2447,10 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	rf->ops = rf_big_reserve(cap * sizeof(*rf->ops));
 	rf->runs = rf_big_reserve(cap * sizeof(*rf->runs));
 	rf->journal = rf_big_reserve(cap * sizeof(*rf->journal));
-	if (!rf->ops || !rf->runs || !rf->journal)
+	rf->order = rf_big_reserve(cap * sizeof(*rf->order));
+	if (!rf->ops || !rf->runs || !rf->journal || !rf->order)
 		goto unmap;
+	rf->in_order = true;
 	rf->cap_ops = rf->cap_runs = rf->cap_journal = cap;
 	pp->fd = fd;
 	pp->buf = buf;
@@ -2352,9 +2472,11 @@ unmap:
 	rf_big_free(rf->ops, cap * sizeof(*rf->ops));
 	rf_big_free(rf->runs, cap * sizeof(*rf->runs));
 	rf_big_free(rf->journal, cap * sizeof(*rf->journal));
+	rf_big_free(rf->order, cap * sizeof(*rf->order));
 	rf->ops = NULL;
 	rf->runs = NULL;
 	rf->journal = NULL;
+	rf->order = NULL;
 	rf->cap_ops = rf->cap_runs = rf->cap_journal = 0;
 	return false;
 }

@@ -1300,7 +1300,10 @@ static void test_routefile_abandon_stops_at_once_and_keeps_what_is_applied(void 
 
 /*
  * LOAD_ROUTES routes over both families with 700 path sets (the parser's
- * path array grows while the applier reads it), some multipath, then @tail.
+ * path array grows while the applier reads it), some multipath, then @tail:
+ * in key order in each family, so that the parser publishes them as it
+ * goes (lines out of order wait for their chunk's end: see the test of
+ * shuffled lines).
  */
 static char *load_text(const char *tail, size_t *len)
 {
@@ -1316,9 +1319,9 @@ static char *load_text(const char *tail, size_t *len)
 		else if (i % 97 == 0)
 			n += (size_t)snprintf(
 				text + n, cap - n,
-				"route add 30.%u.%u.%u/32 nexthop via 192.0.2.1 dev lo "
+				"route add %u.%u.%u.1/32 nexthop via 192.0.2.1 dev lo "
 				"nexthop via 198.51.100.%u dev lo weight 3\n",
-				i >> 16, (i >> 8) & 255, i & 255, 1 + i % 200);
+				20 + (i >> 16), (i >> 8) & 255, i & 255, 1 + i % 200);
 		else
 			n += (size_t)snprintf(text + n, cap - n,
 					      "%u.%u.%u.0/24 192.0.%u.%u dev lo\n", 20 + (i >> 16),
@@ -1565,6 +1568,81 @@ static void test_routefile_load_undoes_the_routes_on_a_late_bad_line(void **stat
 				   "applying 0/99\nrolling-back 0/0\nrolling-back 0/0\n") == 0);
 		free(text);
 	}
+}
+
+/*
+ * A load applies lines that come out of key order sorted, a chunk of ops
+ * at a time (rf_order() in lib/routefile.c), stably: the lines of one
+ * prefix keep the file's order. 300,000 prefixes shuffled (IPv4 and IPv6),
+ * more than one chunk, with an add, a delete and an add again of one route
+ * far apart, and two lengths of one key: the FIB after the load is the one
+ * the lines make in the file's order. Then the file with a second add of a
+ * route at its end: the load fails on that line and takes back the rest.
+ */
+#define SHUFFLED_ROUTES 300000u
+
+static void test_routefile_load_sorts_shuffled_lines_and_keeps_each_prefix_in_order(void **state)
+{
+	static const struct {
+		unsigned int at;
+		const char *line;
+	} extra[] = {
+		{ 500, "route add blackhole 10.98.0.0/24" },
+		{ 1000, "route add blackhole 10.99.0.0/24 metric 5" },
+		{ 150000, "route del blackhole 10.99.0.0/24 metric 5" },
+		{ 280000, "route add blackhole 10.98.0.0/16" },
+		{ 290000, "route add blackhole 10.99.0.0/24 metric 7" },
+	};
+	struct fib *f = *state, *g = fib_new();
+	struct progress_log log = { .text = "" };
+	size_t cap = SHUFFLED_ROUTES * 48 + 4096, len = 0, e = 0;
+	char *text = malloc(cap), *want, *got;
+	struct routefile_result res;
+	struct errbuf err;
+
+	assert_non_null(g);
+	assert_non_null(text);
+	for (unsigned int k = 0; k < SHUFFLED_ROUTES; k++) {
+		/* 7919 is prime to SHUFFLED_ROUTES: each prefix once, far from its neighbours. */
+		unsigned int i = (unsigned int)(((uint64_t)k * 7919 + 13) % SHUFFLED_ROUTES);
+
+		if (e < sizeof(extra) / sizeof(extra[0]) && extra[e].at == k)
+			len += (size_t)snprintf(text + len, cap - len, "%s\n", extra[e++].line);
+		if (i % 10 == 9)
+			len += (size_t)snprintf(text + len, cap - len,
+						"route add blackhole 2001:db8:%x:%x::/64\n",
+						i >> 16, i & 0xffff);
+		else
+			len += (size_t)snprintf(text + len, cap - len,
+						"route add blackhole %u.%u.%u.0/24\n",
+						20 + (i >> 16), (i >> 8) & 255, i & 255);
+	}
+	assert_int_equal(read_then_apply(g, text, len, false, &res, &err), 0);
+	want = fib_dump(g);
+	fib_destroy(g);
+	assert_non_null(strstr(want, "10.99.0.0/24"));
+	assert_int_equal(load(f, LOAD_FD, text, len, false, &res, &err, &log), 0);
+	assert_int_equal(res.applied, SHUFFLED_ROUTES + 5);
+	got = fib_dump(f);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	assert_int_equal(fib_check(f, &err), 0);
+	fib_table_flush(f, 0, AF_UNSPEC);
+
+	/* A second add of 10.98.0.0/24, on the last line. */
+	len += (size_t)snprintf(text + len, cap - len, "route add blackhole 10.98.0.0/24\n");
+	apply_ok(f, load_base);
+	want = fib_dump(f);
+	assert_int_equal(load(f, LOAD_FD, text, len, false, &res, &err, &log), -EEXIST);
+	assert_string_equal(err.msg, "t.routes:300006:21: 10.98.0.0/24 table 254 metric 0: "
+				     "route exists");
+	got = fib_dump(f);
+	assert_string_equal(got, want);
+	assert_int_equal(fib_check(f, &err), 0);
+	free(got);
+	free(want);
+	free(text);
 }
 
 static void test_routefile_family_option_constrains_prefixes(void **state)
@@ -1815,6 +1893,7 @@ int main(void)
 		T(test_routefile_read_file_reads_and_names_missing_files),
 		T(test_routefile_load_applies_as_a_read_then_an_apply),
 		T(test_routefile_load_undoes_the_routes_on_a_late_bad_line),
+		T(test_routefile_load_sorts_shuffled_lines_and_keeps_each_prefix_in_order),
 		T(test_routefile_family_option_constrains_prefixes),
 		T(test_routefile_open_refuses_what_is_not_a_regular_file),
 		T(test_routefile_max_size_bounds_a_file_and_a_feed),

@@ -193,11 +193,11 @@ void fib_bulk_begin(struct fib *f);
 void fib_bulk_end(struct fib *f);
 /*
  * Writer. Threads fib_bulk_end() may use to build a trie anew: with 2 or
- * more, a table of at least 16,384 prefixes built anew has half of its
- * root's subtrees built on a thread started for the build, at the same
- * time as the writer builds the other half (signals blocked in it). 1,
- * the default, keeps the build on the calling thread. Lookups are not
- * affected either way.
+ * more, a trie of 16,384 leaves or more built anew has half of its root's
+ * subtrees built on a thread started for the build, at the same time as
+ * the writer builds the other half (signals blocked in it); the trie is
+ * the same. 1, the default, keeps the build on the calling thread.
+ * Lookups are not affected either way.
  */
 void fib_set_build_threads(struct fib *f, unsigned int n);
 

@@ -72,8 +72,7 @@ struct trie_stats {
 	uint64_t root_answers;   /* those of the root, where they are its fallbacks */
 	uint64_t total_depth;    /* sum of leaf depths (root = depth 1 for a lone leaf) */
 	unsigned int max_depth;
-	uint64_t
-		split_builds; /* builds anew that a second thread helped with (set_build_threads) */
+	uint64_t split_builds; /* builds anew split between two threads */
 };
 
 #endif

@@ -70,9 +70,9 @@ extern unsigned int trie_batch_min_leaves;
 /*
  * A build anew of at least this many leaves, in a trie that may use two
  * threads (trie*_set_build_threads()), builds the upper half of its
- * root's children on the second (default 2^14: below it, starting the
- * thread costs more than it saves). Tests set it lower. Set it before the
- * writer starts.
+ * root's children on the second (default 2^14, not tuned: a small build
+ * takes too little time for a thread to pay). Tests set it lower. Set it
+ * before the writer starts.
  */
 extern unsigned int trie_rebuild_split_min;
 

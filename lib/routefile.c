@@ -1618,9 +1618,15 @@ static void rf_order(struct routefile *rf, uint64_t lo, uint64_t hi)
 	memcpy(rf->order + lo, a, n * sizeof(*a));
 }
 
-/* Publishes the ops parsed so far to a load's applier, in order (rf_order()). */
+/*
+ * Publishes the ops parsed so far to a load's applier, in order
+ * (rf_order()); a load too small for bulk mode, in the file's order (only
+ * bulk mode gains from sorted input).
+ */
 static void rf_pipe_send(struct routefile *rf, bool done, int ret, const struct errbuf *err)
 {
+	if (done && rf->n_ops <= ROUTEFILE_BULK_OPS)
+		rf->in_order = true;
 	if (rf->n_ops > rf->sent)
 		rf_order(rf, rf->sent, rf->n_ops);
 	rf->sent = rf->n_ops;

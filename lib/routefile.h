@@ -258,19 +258,22 @@ int routefile_apply(struct routefile *rf, struct fib *f, routefile_progress_fn *
  * routefile_read_fd() and then routefile_apply() on a fresh @rf would,
  * with the same result, but on both cores: a thread of its own, started
  * and joined here, reads and parses the file while this one applies the
- * routes parsed so far. Lines that come out of key order (family, then
- * address) are applied in key order, 2^18 at a time, and the lines of one
- * prefix in the file's order: bulk mode loads sorted input faster (a
- * shuffled full view a quarter faster so). So where more than one line would fail to apply, the
- * message names the first to fail in that order, not always the first in the file. A bad line or a
- * read error found after routes went in undoes them, last first, as a route that fails to apply
- * does; readers may see those routes meanwhile (a read, then an apply, refuses such a file before
- * any route goes in). The ops array (32 bytes an op), its runs of lines, the apply order (4 bytes
- * an op) and the journal (16 bytes an op) are mapped for the most routes the file's size can hold,
- * backed only as they fill; a file that grows past that while it is read fails
- * ("grew while it was read"). With skip_bad_lines, an
- * @rf already fed, an @fd that is not a regular file, or when the
- * mappings or the thread cannot be made, it reads first, then applies.
+ * routes parsed so far. In a load of more than ROUTEFILE_BULK_OPS ops,
+ * lines that come out of key order (family, then address) are applied in
+ * key order, 2^18 at a time, and the lines of one prefix in the file's
+ * order: bulk mode loads sorted input faster (a shuffled full view a
+ * quarter faster so). So where more than one line would fail to apply,
+ * the message names the first to fail in that order, not always the
+ * first in the file. A bad line or a read error found after routes went
+ * in undoes them, last first, as a route that fails to apply does;
+ * readers may see those routes meanwhile (a read, then an apply, refuses
+ * such a file before any route goes in). The ops array (32 bytes an op),
+ * its runs of lines, the apply order (4 bytes an op) and the journal (16
+ * bytes an op) are mapped for the most routes the file's size can hold,
+ * backed only as they fill; a file that grows past that while it is read
+ * fails ("grew while it was read"). With skip_bad_lines, an @rf already
+ * fed, an @fd that is not a regular file, or when the mappings or the
+ * thread cannot be made, it reads first, then applies.
  * @fd stays open.
  */
 int routefile_load_fd(struct routefile *rf, int fd, struct fib *f, routefile_progress_fn *progress,

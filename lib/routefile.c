@@ -217,13 +217,15 @@ struct routefile {
 
 	struct rf_pipe *pipe; /* during a load only */
 	/*
-	 * A load's apply order: op (i & ~(RF_SORT_CHUNK - 1)) + order[i] is
-	 * the i-th applied; set by the parser for the ops it publishes
-	 * (rf_order()). in_order: the ops parsed since the last publication
-	 * are in key order in each family (each trie), each at or after the
-	 * one of its family before.
+	 * A load's apply order: the i-th op applied is op i, or, where
+	 * sorted[i / RF_PIPE_BATCH] says so, op (i & ~(RF_SORT_CHUNK - 1)) +
+	 * order[i]; set by the parser for the ops it publishes (rf_order()),
+	 * so that a sorted file touches neither array. in_order: the ops
+	 * parsed since the last publication are in key order in each family
+	 * (each trie), each at or after the one of its family before.
 	 */
 	uint32_t *order;
+	uint8_t *sorted;     /* for each RF_PIPE_BATCH ops: whether order[] holds theirs */
 	uint64_t sent;       /* ops published */
 	uint64_t last_of[2]; /* the last op of each family (IPv4, IPv6), plus one */
 	bool in_order;
@@ -231,6 +233,7 @@ struct routefile {
 	alignas(RF_CACHE_LINE) const struct nh_path *apply_paths;
 	const struct rf_rec *apply_ops;
 	const uint32_t *apply_order; /* a load's order, or NULL: the ops in turn */
+	const uint8_t *apply_sorted;
 	const struct rf_run *apply_run;
 	uint64_t apply_runs;
 	uint64_t run_at;                   /* its last run: most ops come in the file's order */
@@ -297,11 +300,14 @@ static void rf_ops_free(struct routefile *rf)
 	rf_big_free(rf->ops, rf->cap_ops * sizeof(*rf->ops));
 	rf_big_free(rf->runs, rf->cap_runs * sizeof(*rf->runs));
 	rf_big_free(rf->order, rf->cap_ops * sizeof(*rf->order));
+	rf_big_free(rf->sorted, rf->cap_ops / RF_PIPE_BATCH + 1);
 	rf->ops = NULL;
 	rf->runs = NULL;
 	rf->order = NULL;
+	rf->sorted = NULL;
 	rf->apply_ops = NULL;
 	rf->apply_order = NULL;
+	rf->apply_sorted = NULL;
 	rf->apply_run = NULL;
 	rf->cap_ops = rf->cap_runs = 0;
 }
@@ -1594,9 +1600,11 @@ static void rf_order(struct routefile *rf, uint64_t lo, uint64_t hi)
 	uint32_t *a = rf->pipe->sort_tmp[0], *b = rf->pipe->sort_tmp[1], *t;
 	size_t n = hi - lo;
 
+	if (rf->in_order)
+		return;
 	for (size_t k = 0; k < n; k++)
 		a[k] = (uint32_t)(lo - base + k);
-	for (unsigned int d = sizeof(ops->addr) + 1; !rf->in_order && d-- > 0;) {
+	for (unsigned int d = sizeof(ops->addr) + 1; d-- > 0;) {
 		size_t count[256] = { 0 }, at = 0;
 
 		for (size_t k = 0; k < n; k++)
@@ -1616,6 +1624,8 @@ static void rf_order(struct routefile *rf, uint64_t lo, uint64_t hi)
 		b = t;
 	}
 	memcpy(rf->order + lo, a, n * sizeof(*a));
+	/* lo is a multiple of RF_PIPE_BATCH: ops in order are published so. */
+	memset(rf->sorted + lo / RF_PIPE_BATCH, 1, (n + RF_PIPE_BATCH - 1) / RF_PIPE_BATCH);
 }
 
 /*
@@ -1995,7 +2005,9 @@ static const struct rf_run *rf_run_of(struct routefile *rf, uint64_t i)
 /* The op applied @i-th: a load's in the order its parser set (rf_order()), else the @i-th. */
 static uint64_t rf_op_at(const struct routefile *rf, uint64_t i)
 {
-	return rf->apply_order ? (i & ~(uint64_t)(RF_SORT_CHUNK - 1)) + rf->apply_order[i] : i;
+	if (!rf->apply_sorted || !rf->apply_sorted[i / RF_PIPE_BATCH])
+		return i;
+	return (i & ~(uint64_t)(RF_SORT_CHUNK - 1)) + rf->apply_order[i];
 }
 
 static uint64_t rf_run_line(const struct rf_run *r, uint64_t i)
@@ -2197,6 +2209,7 @@ static uint64_t rf_avail(struct routefile *rf, uint64_t i, uint64_t want)
 
 	rf->apply_ops = rf->ops; /* in a load, mapped whole at its start */
 	rf->apply_order = rf->order;
+	rf->apply_sorted = rf->sorted;
 	rf->apply_run = rf->runs;
 	if (!pp) {
 		rf->apply_paths = rf->paths;
@@ -2454,7 +2467,8 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	rf->runs = rf_big_reserve(cap * sizeof(*rf->runs));
 	rf->journal = rf_big_reserve(cap * sizeof(*rf->journal));
 	rf->order = rf_big_reserve(cap * sizeof(*rf->order));
-	if (!rf->ops || !rf->runs || !rf->journal || !rf->order)
+	rf->sorted = rf_big_reserve(cap / RF_PIPE_BATCH + 1);
+	if (!rf->ops || !rf->runs || !rf->journal || !rf->order || !rf->sorted)
 		goto unmap;
 	rf->in_order = true;
 	rf->cap_ops = rf->cap_runs = rf->cap_journal = cap;
@@ -2479,10 +2493,12 @@ unmap:
 	rf_big_free(rf->runs, cap * sizeof(*rf->runs));
 	rf_big_free(rf->journal, cap * sizeof(*rf->journal));
 	rf_big_free(rf->order, cap * sizeof(*rf->order));
+	rf_big_free(rf->sorted, cap / RF_PIPE_BATCH + 1);
 	rf->ops = NULL;
 	rf->runs = NULL;
 	rf->journal = NULL;
 	rf->order = NULL;
+	rf->sorted = NULL;
 	rf->cap_ops = rf->cap_runs = rf->cap_journal = 0;
 	return false;
 }

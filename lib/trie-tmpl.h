@@ -552,6 +552,15 @@ static void put_child(struct tnode *tn, unsigned long i, struct node *n)
 	put_slot(tn, i, node_slot(n), n ? n->slen : 0);
 }
 
+/* Counts the nonempty slot @s, of slen @slen, in the header of @tn, a node no reader has seen. */
+static inline void fill_count(struct tnode *tn, uintptr_t s, unsigned int slen)
+{
+	tn->empty_children--;
+	tn->full_children += slot_full(tn, s);
+	if (tn->n.slen < slen)
+		tn->n.slen = (uint8_t)slen;
+}
+
 /*
  * put_slot() into @tn, a node no reader has seen yet, whose child @i is
  * still empty: plain stores, and no old slot to undo (a fifth of a load
@@ -561,10 +570,7 @@ static inline void fill_slot(struct tnode *tn, unsigned long i, uintptr_t s, uns
 {
 	if (!s)
 		return;
-	tn->empty_children--;
-	tn->full_children += slot_full(tn, s);
-	if (tn->n.slen < slen)
-		tn->n.slen = (uint8_t)slen;
+	fill_count(tn, s, slen);
 	child_slen(tn)[i] = (uint8_t)slen;
 	tn->child[i] = s;
 }
@@ -784,7 +790,7 @@ static unsigned long children_used(const struct tnode *tn, unsigned long lo, uns
 		if (s) {
 			*only = j;
 			used++;
-			*full += slot_bits(s) && slot_pos(s) + slot_bits(s) == tn->n.pos;
+			*full += slot_full(tn, s);
 		}
 	}
 	return used;
@@ -1411,19 +1417,14 @@ static bool rebuild_children(struct rebuild *rb, struct tnode *tn, size_t lo, si
 	return true;
 }
 
-/* Counts children [@lo, @hi) of @tn, filled by rebuild_children() not alone, in its header. */
-static void rebuild_count(struct tnode *tn, unsigned long lo, unsigned long hi)
+/* Counts the children of @tn, filled by rebuild_children() not alone, in its header. */
+static void rebuild_count(struct tnode *tn)
 {
-	for (unsigned long j = lo; j < hi; j++) {
-		uintptr_t s = tn->child[j];
+	const unsigned long len = child_length(&tn->n);
 
-		if (!s)
-			continue;
-		tn->empty_children--;
-		tn->full_children += slot_full(tn, s);
-		if (tn->n.slen < child_slen(tn)[j])
-			tn->n.slen = child_slen(tn)[j];
-	}
+	for (unsigned long j = 0; j < len; j++)
+		if (tn->child[j])
+			fill_count(tn, tn->child[j], child_slen(tn)[j]);
 }
 
 /* A second thread's part of a rebuild: children [lo, hi) of @tn. */
@@ -1482,7 +1483,7 @@ static bool rebuild_children_split(struct rebuild *rb, struct tnode *tn, size_t 
 	STAT_ADD(rb->t->split_builds, 1);
 	mem_arena_end(h.rb.arena);
 	rb->made += h.rb.made;
-	rebuild_count(tn, 0, child_length(&tn->n));
+	rebuild_count(tn);
 	return ok && h.ok;
 }
 
@@ -1496,6 +1497,8 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 	unsigned long threshold = tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT;
 	/* below[k]: neighbours whose first difference is k bits below top */
 	unsigned long below[TRIE_MAX_BITS + 1] = { 0 };
+	/* The root's subtrees of a big build may be built on two threads. */
+	bool split = !tp && rb->t->build_threads > 1 && hi - lo >= trie_rebuild_split_min;
 	struct tnode *tn;
 
 	for (size_t i = lo; i + 1 < hi; i++)
@@ -1515,9 +1518,8 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 	if (!tn)
 		return NULL;
 	tn->parent = tp;
-	if (!(!tp && rb->t->build_threads > 1 && hi - lo >= trie_rebuild_split_min
-		      ? rebuild_children_split(rb, tn, lo, hi)
-		      : rebuild_children(rb, tn, lo, hi, true))) {
+	if (!(split ? rebuild_children_split(rb, tn, lo, hi)
+		    : rebuild_children(rb, tn, lo, hi, true))) {
 		rebuild_free(rb, tn);
 		return NULL;
 	}

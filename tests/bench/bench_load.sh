@@ -4,7 +4,9 @@
 # namespace, in one run: wall time (the best and the median lcfibctl load),
 # routes/s, and the daemon's peak RSS.
 # Both read one file of `route add blackhole PREFIX` lines (the kernel needs
-# no device for a blackhole route, so neither side resolves nexthops).
+# no device for a blackhole route, so neither side resolves nexthops);
+# lcfibctl also loads the same lines shuffled (a fixed shuffle), which the
+# daemon's parser sorts a chunk at a time.
 # Usage: tests/bench/bench_load.sh [BUILDDIR] [RUNS] [KERNEL_RUNS]   (root, for unshare -n)
 # RUNS (default 3) loads per lcfibctl variant, KERNEL_RUNS (default 1) of
 # ip -batch, which takes about 45 s on our VM (0: lcfibd alone).
@@ -18,6 +20,7 @@ trap 'kill "$(cat "$tmp/pid" 2>/dev/null)" 2>/dev/null || true; rm -rf "$tmp"' E
 
 zcat "$top/tests/data/fullview-2024.txt.gz" | tr -d '\r' | sed 's/^/route add blackhole /' >"$tmp/routes.batch"
 n=$(wc -l <"$tmp/routes.batch")
+shuf --random-source=<(yes) "$tmp/routes.batch" >"$tmp/routes.shuffled"
 ctl() { "$build/cli/lcfibctl" -s "$tmp/sock" -y "$top/yang" "$@"; }
 now() { date +%s.%N; }
 
@@ -37,13 +40,15 @@ peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$(cat "$tmp/p
 echo "# bench_load: $n routes, best and median of $runs lcfibctl loads and $kruns ip -batch, $(nproc) cpus, $(uname -r)"
 printf '%-34s %8s %12s %10s\n' what seconds routes/s peak-MiB
 best() { sort -n | head -1; }
-for how in file stdin; do
+for how in file stdin shuffled; do
 	times=()
 	for _ in $(seq "$runs"); do
 		start_daemon
 		t0=$(now)
 		if [ "$how" = file ]; then
 			ctl -q load "$tmp/routes.batch" transient >/dev/null
+		elif [ "$how" = shuffled ]; then
+			ctl -q load "$tmp/routes.shuffled" transient >/dev/null
 		else
 			ctl -q load - transient <"$tmp/routes.batch" >/dev/null
 		fi

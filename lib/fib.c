@@ -35,6 +35,7 @@ struct fib {
 	struct fib_tables *tables; /* RCU */
 	unsigned int bulk;         /* writer: fib_bulk_begin()s not yet ended */
 	unsigned int build_threads; /* fib_set_build_threads() */
+	unsigned int root_threshold; /* fib_set_root_threshold(), or 0: the tries' default */
 };
 
 /* The names are lib/names.h's; RTN_UNSPEC, which no route has, is "unspec" here. */
@@ -150,6 +151,27 @@ void fib_set_build_threads(struct fib *f, unsigned int n)
 	f->build_threads = n;
 }
 
+/* Writer: the root threshold, if one was set, on @tb's trie. */
+static void fib_table_set_root(const struct fib *f, struct fib_table *tb)
+{
+	if (!f->root_threshold)
+		return;
+	if (tb->family == AF_INET)
+		trie4_set_root_threshold(tb->t4, f->root_threshold);
+	else
+		trie6_set_root_threshold(tb->t6, f->root_threshold);
+}
+
+int fib_set_root_threshold(struct fib *f, unsigned int percent)
+{
+	if (percent < TRIE_ROOT_THRESHOLD_MIN || percent > TRIE_ROOT_THRESHOLD_MAX)
+		return -EINVAL;
+	f->root_threshold = percent;
+	for (unsigned int i = 0; i < f->tables->n; i++)
+		fib_table_set_root(f, f->tables->t[i]);
+	return 0;
+}
+
 /* Writer: the table, made if new. NULL when out of memory. */
 static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family)
 {
@@ -179,6 +201,7 @@ static struct fib_table *fib_table_obtain(struct fib *f, uint32_t id, int family
 		mem_free(f->mem, MEM_TABLE, tb, sizeof(*tb));
 		return NULL;
 	}
+	fib_table_set_root(f, tb);
 	if (f->bulk)
 		fib_table_set_bulk(tb, true);
 	memcpy(ts->t, old->t, old->n * sizeof(ts->t[0]));

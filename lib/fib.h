@@ -200,6 +200,20 @@ void fib_bulk_end(struct fib *f);
  * Lookups are not affected either way.
  */
 void fib_set_build_threads(struct fib *f, unsigned int n);
+/*
+ * Writer. The size of every table's root node, a trade of memory for
+ * lookup speed: the root inflates when its used children reach @percent
+ * of its size, and halves when they fall under half that. The default, 30
+ * (the kernel's), gives the IPv4 full view a root of 18 bits; 20 gives it
+ * 20 bits and 10 gives 22, each bit doubling the root (9 bytes a slot)
+ * and its fallbacks (8 bytes a slot), so that more lookups end at the
+ * root (docs/LIBRARY.md, The trie, has the measured trade). Applies to
+ * tables made later too. The roots are resized now, readers looking on
+ * (in bulk mode, at its end). Returns 0, or -EINVAL outside
+ * TRIE_ROOT_THRESHOLD_MIN..TRIE_ROOT_THRESHOLD_MAX (2..100); without the
+ * memory to resize, a root stays as it is.
+ */
+int fib_set_root_threshold(struct fib *f, unsigned int percent);
 
 /* Writer. Nexthop objects (RTM_NEWNEXTHOP / RTM_DELNEXTHOP). */
 int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags, struct errbuf *err);

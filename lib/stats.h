@@ -55,6 +55,9 @@ struct reclaim_stats {
 };
 
 #define TRIE_MAX_BITS 24 /* widest internal node: 2^24 children, 128 MiB */
+/* fib_set_root_threshold(): the root's inflate threshold, in percent (default 30). */
+#define TRIE_ROOT_THRESHOLD_MIN 2
+#define TRIE_ROOT_THRESHOLD_MAX 100
 
 /* Statistics in the spirit of /proc/net/fib_triestat. */
 struct trie_stats {

@@ -133,6 +133,9 @@ struct TRIE {
 	TKEY bulk_last;
 	uint64_t bulk_descents;
 	unsigned int build_threads; /* threads a rebuild may use (1: the writer alone) */
+	/* The root's thresholds, in percent: trie*_set_root_threshold(). */
+	uint8_t inflate_root, halve_root;
+	bool root_refit;            /* set in bulk mode: resize the root to them at its end */
 	uint64_t split_builds;      /* rebuilds a second thread helped with (trie_stats) */
 };
 
@@ -684,10 +687,10 @@ static bool should_inflate(unsigned int pos, unsigned int bits, unsigned long th
 	return used > 1 && pos && bits < TRIE_MAX_BITS && 50 * used >= threshold << bits;
 }
 
-static bool should_halve(const struct tnode *tp, const struct tnode *tn)
+static bool should_halve(const struct TRIE *t, const struct tnode *tp, const struct tnode *tn)
 {
 	unsigned long size = child_length(&tn->n);
-	unsigned long threshold = size * (tp ? HALVE_THRESHOLD : HALVE_THRESHOLD_ROOT);
+	unsigned long threshold = size * (tp ? HALVE_THRESHOLD : t->halve_root);
 	unsigned long used = size - tn->empty_children;
 
 	return used > 1 && tn->n.bits > 1 && 100 * used < threshold;
@@ -887,10 +890,11 @@ static unsigned int inflate_steps_at(const uintptr_t *slot, unsigned int pos, un
 }
 
 /* inflate_steps_at() of @tn under @tp: how many times resize() inflates it. */
-static unsigned int inflate_steps(const struct tnode *tp, const struct tnode *tn, unsigned int max)
+static unsigned int inflate_steps(const struct TRIE *t, const struct tnode *tp,
+				  const struct tnode *tn, unsigned int max)
 {
 	return inflate_steps_at(tn->child, tn->n.pos, tn->n.bits,
-				tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT,
+				tp ? INFLATE_THRESHOLD : t->inflate_root,
 				child_length(&tn->n) - tn->empty_children + tn->full_children, max);
 }
 
@@ -1188,7 +1192,7 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn)
 	while (steps < MAX_WORK) {
 		bool at_once;
 
-		k = inflate_steps(tp, tn, MAX_WORK - steps);
+		k = inflate_steps(t, tp, tn, MAX_WORK - steps);
 		if (!k)
 			break;
 		/*
@@ -1208,7 +1212,7 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn)
 		resize_full_children(t, tn);
 		return tp;
 	}
-	while (should_halve(tp, tn) && max_work) {
+	while (should_halve(t, tp, tn) && max_work) {
 		if (halve(t, tn) < 0)
 			break;
 		max_work--;
@@ -1494,7 +1498,7 @@ static bool rebuild_children_split(struct rebuild *rb, struct tnode *tn, size_t 
 static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t lo, size_t hi)
 {
 	unsigned int top = key_fls(rb->key[lo] ^ rb->key[hi - 1]), bits = 1, pos;
-	unsigned long threshold = tp ? INFLATE_THRESHOLD : INFLATE_THRESHOLD_ROOT;
+	unsigned long threshold = tp ? INFLATE_THRESHOLD : rb->t->inflate_root;
 	/* below[k]: neighbours whose first difference is k bits below top */
 	unsigned long below[TRIE_MAX_BITS + 1] = { 0 };
 	/* The root's subtrees of a big build may be built on two threads. */
@@ -1600,6 +1604,66 @@ void TN(set_build_threads)(struct TRIE *t, unsigned int n)
 	t->build_threads = n;
 }
 
+/*
+ * Whether the root @tn, halved, would not inflate back under the root's
+ * threshold: a pair of children becomes one slot, and a node of 1 bit
+ * where both were nonempty, which inflating splits (a full child).
+ */
+static bool root_too_wide(const struct TRIE *t, const struct tnode *tn)
+{
+	unsigned long used = 0;
+
+	if (tn->n.bits < 2)
+		return false;
+	for (unsigned long i = 0; i < child_length(&tn->n); i += 2) {
+		bool a = slot_writer(tn->child[i]) != 0, b = slot_writer(tn->child[i + 1]) != 0;
+
+		used += (unsigned long)(a || b) + (unsigned long)(a && b);
+	}
+	return !should_inflate(tn->n.pos + 1, tn->n.bits - 1, t->inflate_root, used);
+}
+
+/* Writer: the root resized to its thresholds, both ways (trie*_set_root_threshold()). */
+static void root_fit(struct TRIE *t)
+{
+	struct node *root = slot_node(t->root);
+
+	/*
+	 * Narrower: halved while it would not inflate back. resize() halves
+	 * a root only under the halve threshold, so that one grown under a
+	 * lower threshold would keep its size.
+	 */
+	if (root && !node_is_leaf(root) && root_too_wide(t, node_tnode(root))) {
+		while (root_too_wide(t, node_tnode(root)) && halve(t, node_tnode(root)) == 0)
+			root = slot_node(t->root);
+		resize_full_children(t, node_tnode(root));
+	}
+	/* Wider: resized until stable, as 18 bits to 24 takes more than MAX_WORK steps. */
+	for (int k = 0; k < KEYLEN && root && !node_is_leaf(root); k++) {
+		resize(t, node_tnode(root));
+		if (slot_node(t->root) == root)
+			break;
+		root = slot_node(t->root);
+	}
+}
+
+int TN(set_root_threshold)(struct TRIE *t, unsigned int inflate)
+{
+	if (inflate < TRIE_ROOT_THRESHOLD_MIN || inflate > TRIE_ROOT_THRESHOLD_MAX)
+		return -EINVAL;
+	t->inflate_root = (uint8_t)inflate;
+	t->halve_root = (uint8_t)(inflate / 2);
+	/* In bulk mode, at its end (the root has no fallbacks until then). */
+	if (t->deferred) {
+		t->root_refit = true;
+		return 0;
+	}
+	root_fit(t);
+	if (t->fb_stale)
+		fb_build(t);
+	return 0;
+}
+
 void TN(set_bulk)(struct TRIE *t, bool on)
 {
 	struct node *root = slot_node(t->root);
@@ -1617,7 +1681,11 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 	/* An eager load left nothing to resize. */
 	if (!eager && (!root || node_is_leaf(root) || !bulk_rebuilds(t) || !rebuild(t)))
 		bulk_resize_all(t);
-	if (!t->fb)
+	if (t->root_refit) {
+		t->root_refit = false;
+		root_fit(t);
+	}
+	if (!t->fb || t->fb_stale)
 		fb_build(t);
 }
 
@@ -3099,6 +3167,8 @@ struct TRIE *TN(new)(struct mem *m, struct reclaim *rc)
 	memset(t, 0, sizeof(*t));
 	t->mem = m;
 	t->rc = rc;
+	t->inflate_root = INFLATE_THRESHOLD_ROOT;
+	t->halve_root = HALVE_THRESHOLD_ROOT;
 	return t;
 }
 

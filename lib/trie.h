@@ -151,6 +151,13 @@ extern __thread uint64_t trie_reads[TRIE_READ_KINDS];
 	 * for the build (default 1: the writer alone).                                            \
 	 */                                                                                        \
 	void T##_set_build_threads(struct T *t, unsigned int n);                                   \
+	/*                                                                                         \
+	 * Writer. The root inflates when its used children reach @inflate                         \
+	 * percent of its size and halves under half that (30 and 15 by                            \
+	 * default); the root is resized to them now (in bulk mode, at its end).                   \
+	 * -EINVAL outside TRIE_ROOT_THRESHOLD_MIN..MAX.                                           \
+	 */                                                                                        \
+	int T##_set_root_threshold(struct T *t, unsigned int inflate);                             \
 	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \
 	int T##_check(const struct T *t, struct errbuf *err);                                      \
 	/* A dump in the spirit of /proc/net/fib_trie. Writer, or reader. */                       \

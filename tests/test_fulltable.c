@@ -494,6 +494,80 @@ static void test_fulltable_lookups_match_reference(void **state)
 	assert_true(any4.hits > 0 && any4.hits < any4.lookups);
 }
 
+/* The bits of a table's widest internal node (its root, on a full view), 0 for none. */
+static unsigned int ft_widest_bits(const struct fib *f, int family)
+{
+	const struct fib_table *tb;
+	struct trie_stats st;
+	unsigned int bits = 0;
+
+	fib_read_lock();
+	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
+	if (tb) {
+		fib_table_stats_rcu(tb, &st);
+		for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
+			bits = st.nodes_by_bits[b] ? b : bits;
+	}
+	fib_read_unlock();
+	return bits;
+}
+
+/*
+ * fib_set_root_threshold() resizes the loaded roots at once: the IPv4
+ * root of the full view goes from 18 bits to 20 at 20 %, leaves sit
+ * higher, the memory grows (the fallbacks by 8 bytes a slot), and every
+ * answer stays the reference's; back at 30 % the root is 18 bits again.
+ */
+static void test_fulltable_root_threshold_resizes_the_root(void **state)
+{
+	static const unsigned int pct[] = { 20, 30 }, bits[] = { 20, 18 };
+	struct ft *s = *state;
+	struct trie_stats st0, st;
+	struct fib_state fs0, fs;
+
+	ft_need_data(s);
+	if (!s->loaded)
+		fail_msg("the table did not load: no root to resize");
+	assert_int_equal(fib_set_root_threshold(s->fib, TRIE_ROOT_THRESHOLD_MIN - 1), -EINVAL);
+	assert_int_equal(fib_set_root_threshold(s->fib, TRIE_ROOT_THRESHOLD_MAX + 1), -EINVAL);
+	assert_int_equal(ft_widest_bits(s->fib, AF_INET), 18);
+	ft_table_stats(s, AF_INET, &st0);
+	fib_reclaim_barrier(s->fib);
+	fib_get_state(s->fib, &fs0);
+	for (unsigned int i = 0; i < 2; i++) {
+		struct ft_tally in4 = { 0 }, any4 = { 0 }, in6 = { 0 };
+		/* At least the fallbacks of the slots that were added. */
+		uint64_t grown = ((1ull << 20) - (1ull << 18)) * 8;
+
+		assert_int_equal(fib_set_root_threshold(s->fib, pct[i]), 0);
+		ft_expect_fib_ok(s);
+		assert_int_equal(ft_widest_bits(s->fib, AF_INET), bits[i]);
+		ft_table_stats(s, AF_INET, &st);
+		fib_reclaim_barrier(s->fib);
+		fib_get_state(s->fib, &fs);
+		print_message("  root threshold %u %%: IPv4 root %u bits, leaf depth %.2f, "
+			      "%llu live bytes\n",
+			      pct[i], bits[i], (double)st.total_depth / (double)st.leaves,
+			      (unsigned long long)fs.mem.live_bytes);
+		/* Its fallbacks: 8 bytes a root slot. */
+		assert_true(st.fallback_bytes >= 8ull << bits[i]);
+		assert_true(st.fallback_bytes < 8ull << (bits[i] + 1));
+		if (bits[i] > 18) {
+			assert_true(st.total_depth < st0.total_depth);
+			assert_true(fs.mem.live_bytes > fs0.mem.live_bytes + grown);
+		} else {
+			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes + grown / 4);
+		}
+		assert_int_equal(st.leaves, st0.leaves);
+		ft_lookups(s, AF_INET, 1, 100000, &in4);
+		ft_lookups(s, AF_INET, 0, 100000, &any4);
+		ft_lookups(s, AF_INET6, 1, 50000, &in6);
+		assert_int_equal(in4.hits, in4.lookups);
+		assert_int_equal(in6.hits, in6.lookups);
+		assert_true(any4.hits > 0 && any4.hits < any4.lookups);
+	}
+}
+
 static void ft_del_all(struct ft *s, const struct addr_prefix *p, size_t n, struct ref *ref)
 {
 	size_t *order = malloc(n * sizeof(*order));
@@ -596,18 +670,8 @@ static void test_fulltable_delete_all_returns_memory(void **state)
 /* The widest internal node of a table, in bytes (as the tries count them: lib/trie-tmpl.h). */
 static uint64_t ft_widest_node(const struct fib *f, int family)
 {
-	const struct fib_table *tb;
-	struct trie_stats st;
-	unsigned int bits = 0;
+	unsigned int bits = ft_widest_bits(f, family);
 
-	fib_read_lock();
-	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
-	if (tb) {
-		fib_table_stats_rcu(tb, &st);
-		for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
-			bits = st.nodes_by_bits[b] ? b : bits;
-	}
-	fib_read_unlock();
 	return bits ? (24 + (9ull << bits) + 7) & ~7ull : 0;
 }
 
@@ -681,6 +745,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fulltable_loads_every_prefix),
 		cmocka_unit_test(test_fulltable_lookups_match_reference),
+		cmocka_unit_test(test_fulltable_root_threshold_resizes_the_root),
 		cmocka_unit_test(test_fulltable_delete_all_returns_memory),
 		cmocka_unit_test(test_fulltable_flush_keeps_the_reclamation_bound),
 	};

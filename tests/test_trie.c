@@ -1721,6 +1721,65 @@ static void test_trie_inflates_several_steps_as_one_at_a_time(void **state)
 
 /* ------------------------------------------- a build anew on two threads */
 
+/* The full view's prefixes of the fixture's family as keys, sorted (fullview_prefixes()). */
+static struct live *fullview_sorted(const struct fixture *f, struct tdata_table *t, size_t *n)
+{
+	const struct addr_prefix *v = fullview_prefixes(&f->tt, t, n);
+	struct live *p = malloc(*n * sizeof(*p));
+
+	assert_non_null(p);
+	for (size_t i = 0; i < *n; i++) {
+		p[i].key = f->tt.family == AF_INET ? (tkey)addr_key4(&v[i].a) : addr_key6(&v[i].a);
+		p[i].plen = v[i].plen;
+	}
+	qsort(p, *n, sizeof(*p), live_cmp);
+	return p;
+}
+
+/* A second trie of @tt's family beside the fixture's, with its own memory and reclamation. */
+static void tt_open_apart(struct tt *tt, struct mem **m, struct reclaim **rc)
+{
+	*m = mem_new();
+	assert_non_null(*m);
+	*rc = reclaim_new(*m);
+	assert_non_null(*rc);
+	if (tt->family == AF_INET)
+		tt->t4 = trie4_new(*m, *rc);
+	else
+		tt->t6 = trie6_new(*m, *rc);
+	assert_true(tt->t4 || tt->t6);
+}
+
+/*
+ * @a and @b give the same answer (the same prefix length) for @count
+ * addresses: inside a prefix of @p (its host bits random), or anywhere.
+ */
+static void expect_same_answers(const struct tt *a, const struct tt *b, const struct live *p,
+				size_t n, struct tdata_rng *r, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const struct live *q = &p[tdata_rng_next(r) % n];
+		tkey rnd = ((tkey)tdata_rng_next(r) << 64 | tdata_rng_next(r)) & tt_all_ones(a);
+		tkey addr = i & 1 ? q->key | (rnd ^ tt_mask(a, rnd, q->plen)) : rnd;
+		struct fib_route ra, rb;
+		int fa = tt_lookup(a, addr, &ra), fb = tt_lookup(b, addr, &rb);
+
+		assert_int_equal(fa, fb);
+		if (fa)
+			assert_int_equal(ra.plen, rb.plen);
+	}
+}
+
+static void tt_close_apart(struct tt *tt, struct mem *m, struct reclaim *rc)
+{
+	if (tt->family == AF_INET)
+		trie4_destroy(tt->t4);
+	else
+		trie6_destroy(tt->t6);
+	reclaim_destroy(rc);
+	mem_destroy(m);
+}
+
 /*
  * With two build threads (trie*_set_build_threads()), the end of a sorted
  * bulk load builds the upper half of the root's subtrees on a second
@@ -1741,7 +1800,6 @@ static void test_trie_builds_anew_on_two_threads_as_on_one(void **state)
 	struct tdata_table t = { 0 };
 	struct trie_stats a, b;
 	struct mem_stats ma, mb;
-	const struct addr_prefix *v;
 	struct tdata_rng r;
 	struct live *p;
 	struct mem *m;
@@ -1749,29 +1807,14 @@ static void test_trie_builds_anew_on_two_threads_as_on_one(void **state)
 	unsigned int split = trie_rebuild_split_min;
 	size_t n;
 
-	v = fullview_prefixes(&f->tt, &t, &n);
+	p = fullview_sorted(f, &t, &n);
 	/* Both loads split, however many prefixes this is (the default asks for 16,384). */
 	trie_rebuild_split_min = (unsigned int)(n / 8);
-	p = malloc(n * sizeof(*p));
-	assert_non_null(p);
-	for (size_t i = 0; i < n; i++) {
-		p[i].key = f->tt.family == AF_INET ? (tkey)addr_key4(&v[i].a) : addr_key6(&v[i].a);
-		p[i].plen = v[i].plen;
-	}
-	qsort(p, n, sizeof(*p), live_cmp);
-	m = mem_new();
-	assert_non_null(m);
-	rc = reclaim_new(m);
-	assert_non_null(rc);
-	if (two.family == AF_INET) {
-		two.t4 = trie4_new(m, rc);
-		assert_non_null(two.t4);
+	tt_open_apart(&two, &m, &rc);
+	if (two.family == AF_INET)
 		trie4_set_build_threads(two.t4, 2);
-	} else {
-		two.t6 = trie6_new(m, rc);
-		assert_non_null(two.t6);
+	else
 		trie6_set_build_threads(two.t6, 2);
-	}
 
 	/* A third of the prefixes, then the rest on top: each load makes most of the leaves. */
 	for (size_t half = 0; half < 2; half++) {
@@ -1799,21 +1842,7 @@ static void test_trie_builds_anew_on_two_threads_as_on_one(void **state)
 	}
 
 	tdata_rng_seed(&r, tdata_seed(20261206));
-	for (size_t i = 0; i < 200000; i++) {
-		const struct live *q = &p[tdata_rng_next(&r) % n];
-		tkey rnd =
-			((tkey)tdata_rng_next(&r) << 64 | tdata_rng_next(&r)) & tt_all_ones(&f->tt);
-		/* Inside a table prefix (its host bits random), or anywhere. */
-		tkey addr = i & 1 ? q->key | (rnd ^ tt_mask(&f->tt, rnd, q->plen)) : rnd;
-		struct fib_route ra, rb;
-		int fa, fb;
-
-		fa = tt_lookup(&f->tt, addr, &ra);
-		fb = tt_lookup(&two, addr, &rb);
-		assert_int_equal(fa, fb);
-		if (fa)
-			assert_int_equal(ra.plen, rb.plen);
-	}
+	expect_same_answers(&f->tt, &two, p, n, &r, 200000);
 
 	reclaim_barrier(f->rc);
 	reclaim_barrier(rc);
@@ -1827,15 +1856,94 @@ static void test_trie_builds_anew_on_two_threads_as_on_one(void **state)
 	print_message("  %llu leaves, %llu internal nodes: the same on one thread and on two\n",
 		      (unsigned long long)a.leaves, (unsigned long long)a.tnodes);
 
-	if (two.family == AF_INET)
-		trie4_destroy(two.t4);
-	else
-		trie6_destroy(two.t6);
-	reclaim_destroy(rc);
-	mem_destroy(m);
+	tt_close_apart(&two, m, rc);
 	free(p);
 	tdata_free(&t);
 	trie_rebuild_split_min = split;
+}
+
+/* ------------------------------------------------------ the root's size */
+
+static int tt_set_root_threshold(struct tt *tt, unsigned int pct)
+{
+	if (tt->family == AF_INET)
+		return trie4_set_root_threshold(tt->t4, pct);
+	return trie6_set_root_threshold(tt->t6, pct);
+}
+
+static unsigned int tt_root_bits(const struct tt *tt)
+{
+	struct trie_stats st;
+	unsigned int bits = 0;
+
+	tt_stats(tt, &st);
+	for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
+		bits = st.nodes_by_bits[b] ? b : bits;
+	return bits;
+}
+
+/*
+ * trie*_set_root_threshold() in bulk mode takes effect at its end: the
+ * full view sorted, loaded in bulk mode into the fixture's trie with the
+ * threshold set to 10 % halfway, and into a second trie with the default
+ * (30 %). At the end the fixture's root is wider (IPv4: 22 bits against
+ * 18; IPv6's sparse root may keep its size), both tries are sound and
+ * answer alike. Set back to 30 % outside bulk mode, the root shrinks at
+ * once to the default's size.
+ */
+static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state)
+{
+	struct fixture *f = *state;
+	struct tt plain = { .family = f->tt.family, .bits = f->tt.bits };
+	struct tdata_edit e = { .metric = 1 };
+	struct tdata_table t = { 0 };
+	unsigned int wide, base;
+	struct tdata_rng r;
+	struct live *p;
+	struct mem *m;
+	struct reclaim *rc;
+	size_t n;
+
+	assert_int_equal(tt_set_root_threshold(&f->tt, TRIE_ROOT_THRESHOLD_MIN - 1), -EINVAL);
+	assert_int_equal(tt_set_root_threshold(&f->tt, TRIE_ROOT_THRESHOLD_MAX + 1), -EINVAL);
+	p = fullview_sorted(f, &t, &n);
+	tt_open_apart(&plain, &m, &rc);
+
+	tt_set_bulk(&f->tt, true);
+	tt_set_bulk(&plain, true);
+	for (size_t i = 0; i < n; i++) {
+		if (i == n / 2) {
+			unsigned int before = tt_root_bits(&f->tt);
+
+			assert_int_equal(tt_set_root_threshold(&f->tt, 10), 0);
+			assert_int_equal(tt_root_bits(&f->tt), before);
+		}
+		assert_int_equal(tt_edit(&f->tt, p[i].key, p[i].plen, tdata_edit_set, &e), 0);
+		assert_int_equal(tt_edit(&plain, p[i].key, p[i].plen, tdata_edit_set, &e), 0);
+	}
+	tt_set_bulk(&f->tt, false);
+	tt_set_bulk(&plain, false);
+	assert_trie_ok(&f->tt);
+	assert_trie_ok(&plain);
+	wide = tt_root_bits(&f->tt);
+	base = tt_root_bits(&plain);
+	print_message("  root: %u bits at 10 %%, %u at the default\n", wide, base);
+	if (f->tt.family == AF_INET && n > 100000)
+		assert_true(wide > base);
+	else
+		assert_true(wide >= base);
+
+	tdata_rng_seed(&r, tdata_seed(20261207));
+	expect_same_answers(&f->tt, &plain, p, n, &r, 100000);
+	/* Back to the default, outside bulk mode: at once. */
+	assert_int_equal(tt_set_root_threshold(&f->tt, 30), 0);
+	assert_trie_ok(&f->tt);
+	assert_int_equal(tt_root_bits(&f->tt), base);
+	expect_same_answers(&f->tt, &plain, p, n, &r, 100000);
+
+	tt_close_apart(&plain, m, rc);
+	free(p);
+	tdata_free(&t);
 }
 
 static void test_trie_default_and_all_ones_routes(void **state)
@@ -2404,6 +2512,7 @@ int main(void)
 		T(test_trie_bulk_turns_eager_on_shuffled_load),
 		T(test_trie_inflates_several_steps_as_one_at_a_time),
 		T(test_trie_builds_anew_on_two_threads_as_on_one),
+		T(test_trie_root_threshold_in_bulk_mode_waits_for_its_end),
 		T(test_trie_bulk_turns_eager_after_sorted_start),
 		T(test_trie_default_and_all_ones_routes),
 		T(test_trie_rejects_host_bits_and_long_prefixes),
@@ -2429,6 +2538,7 @@ int main(void)
 		T6(test_trie_bulk_turns_eager_after_sorted_start),
 		T6(test_trie_inflates_several_steps_as_one_at_a_time),
 		T6(test_trie_builds_anew_on_two_threads_as_on_one),
+		T6(test_trie_root_threshold_in_bulk_mode_waits_for_its_end),
 		T6(test_trie_default_and_all_ones_routes),
 		T6(test_trie_rejects_host_bits_and_long_prefixes),
 		T6(test_trie_callback_error_leaves_trie_unchanged),

@@ -1960,6 +1960,58 @@ static void section_dpdk6(struct bench *b)
 	fib_destroy(f);
 }
 
+/*
+ * The same lcfib FIB with wider roots (fib_set_root_threshold(), resized
+ * in place), its lookups beside the DPDK figures of this run; then back to
+ * the default for the sections after this one.
+ */
+static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb)
+{
+	static const unsigned int pct[] = { 20, 10 };
+	const struct fib_table *tb;
+	struct trie_stats st;
+
+	printf("\nthe same lcfib FIB, its root resized by fib_set_root_threshold() (default 30 "
+	       "%%)\n");
+	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		struct lk_fig lc[ADDR_KINDS][2];
+		unsigned int bits = 0;
+
+		fib_set_root_threshold(b->fib4, pct[i]);
+		fib_reclaim_barrier(b->fib4);
+		tb = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
+		fib_table_stats_rcu(tb, &st);
+		for (unsigned int k = 0; k <= TRIE_MAX_BITS; k++)
+			bits = st.nodes_by_bits[k] ? k : bits;
+		for (int k = 0; k < ADDR_KINDS; k++) {
+			lc[k][API_SINGLE] =
+				lk_run(pass_lc4_single, tb, b->a4[k], b->n_addr4, b->passes);
+			lc[k][API_BATCH] =
+				lk_run(pass_lc4_batch, tb, b->a4[k], b->n_addr4, b->passes);
+		}
+		printf("root threshold %u %%: IPv4 root %u bits, trie %.2f B/route, leaf depth "
+		       "%.2f\n",
+		       pct[i], bits,
+		       (double)(st.leaf_bytes + st.tnode_bytes + st.fallback_bytes) /
+			       (double)st.routes,
+		       (double)st.total_depth / (double)st.leaves);
+		printf("  batch / rte_lpm_lookup_bulk %.2f %s, %.2f %s; single / rte_lpm_lookup "
+		       "%.2f, %.2f\n",
+		       ratio(lc[0][API_BATCH].mps, lpmb[0].mps), addr_kind_name[0],
+		       ratio(lc[1][API_BATCH].mps, lpmb[1].mps), addr_kind_name[1],
+		       ratio(lc[0][API_SINGLE].mps, lpm1[0].mps),
+		       ratio(lc[1][API_SINGLE].mps, lpm1[1].mps));
+		for (int k = 0; k < ADDR_KINDS; k++) {
+			print_lk_row("IPv4", addr_kind_name[k], "  lcfib fib_lookup4_rcu",
+				     &lc[k][API_SINGLE]);
+			print_lk_row("IPv4", addr_kind_name[k], "  lcfib fib_lookup4_batch_rcu",
+				     &lc[k][API_BATCH]);
+		}
+	}
+	fib_set_root_threshold(b->fib4, 30);
+	fib_reclaim_barrier(b->fib4);
+}
+
 static int section_dpdk(struct bench *b)
 {
 	struct lk_fig lpm1[ADDR_KINDS] = { 0 }, lpmb[ADDR_KINDS] = { 0 }, lpm4[ADDR_KINDS] = { 0 };
@@ -2032,6 +2084,7 @@ static int section_dpdk(struct bench *b)
 	printf("%-44s %16.3f\n", "load rate lcfib / rte_fib",
 	       fib ? ratio(rate(b->lc_load4.routes, b->lc_load4.ns), rate(lf_fib.routes, lf_fib.ns))
 		   : 0);
+	dpdk_wider_roots(b, lpm1, lpmb);
 	printf("\n");
 	print_agreement(b, fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET), lpm, fib);
 	if (fib)

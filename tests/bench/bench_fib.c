@@ -1962,12 +1962,13 @@ static void section_dpdk6(struct bench *b)
 
 /*
  * The same lcfib FIB with wider roots (fib_set_root_threshold(), resized
- * in place), its lookups beside the DPDK figures of this run; then back to
- * the default for the sections after this one.
+ * in place: 20, 22 and 24 bits on the full view), its lookups beside the
+ * DPDK figures of this run; then back to the default for the sections
+ * after this one.
  */
 static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb)
 {
-	static const unsigned int pct[] = { 20, 10 };
+	static const unsigned int pct[] = { 20, 10, 5 };
 	const struct fib_table *tb;
 	struct trie_stats st;
 

@@ -102,8 +102,21 @@ struct root_fb {
 	TKEY key;           /* its key, pos and bits: the keys inside it */
 	uint8_t pos, bits;
 	bool in_slots;     /* the root's empty slots hold the entries, none too (SLOT_ROUTE) */
+	bool routes;       /* route[] is there: see FB_ROUTES_MAX_BITS */
 	uintptr_t route[]; /* const struct fib_route * in a leaf, loaded as slots are */
 };
+
+/*
+ * A root of more bits than this whose empty slots hold the entries (a
+ * root threshold of 7 % or less: trie*_set_root_threshold()) keeps no
+ * route[]: its empty slots answer, and nearly every lookup ends at the
+ * root (on the full view, 24 bits: one read a lookup, a fallback read in
+ * fewer than one in a thousand), while the array would take 8 bytes a
+ * slot, 128 MiB at 24 bits. Readers see no fallbacks then (fb_reader()):
+ * a lookup that finds nothing below the root backtracks through it, as
+ * the kernel's does. The writer keeps the root's slots as ever.
+ */
+#define FB_ROUTES_MAX_BITS 22
 
 struct TRIE {
 	uintptr_t root;     /* a slot, as the children's */
@@ -1691,9 +1704,14 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 
 /* ------------------------------------------------- the root's fallbacks */
 
-static inline size_t fb_size(unsigned int bits)
+static inline size_t fb_size(unsigned int bits, bool routes)
 {
-	return sizeof(struct root_fb) + (sizeof(uintptr_t) << bits);
+	return sizeof(struct root_fb) + (routes ? sizeof(uintptr_t) << bits : 0);
+}
+
+static inline size_t fb_bytes(const struct root_fb *fb)
+{
+	return fb_size(fb->bits, fb->routes);
 }
 
 /* Writer: the length of the shortest prefix of @l a fallback of @root can name, or -1. */
@@ -1866,7 +1884,7 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
 			continue;
 		}
 		/* Stores only where it changes: a reader may be loading the entry. */
-		if (fb && fb->route[j] != v)
+		if (fb && fb->routes && fb->route[j] != v)
 			__atomic_store_n(&fb->route[j], v, __ATOMIC_RELEASE);
 		answer_set(tn, j, v, full);
 	}
@@ -1987,10 +2005,11 @@ static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j)
 {
 	struct root_fb *fb = t->fb;
 
-	if (fb && tn == fb->root)
+	if (fb && tn == fb->root && fb->routes)
 		answer_set(tn, j, fb->route[j], fb->in_slots);
 	else
-		answers_fill(tn, NULL, j, j + 1, node_outer(tn, j), KEYLEN);
+		answers_fill(tn, fb && tn == fb->root ? fb : NULL, j, j + 1, node_outer(tn, j),
+			     KEYLEN);
 }
 
 /*
@@ -2015,22 +2034,27 @@ static void fb_build(struct TRIE *t)
 {
 	const struct node *rn = slot_node(t->root);
 	struct root_fb *fb;
+	bool in_slots, routes;
 
 	t->fb_stale = false;
 	if (!rn || node_is_leaf(rn))
 		return;
-	fb = mem_alloc(t->mem, MEM_FALLBACK, fb_size(rn->bits));
+	in_slots = rn->pos + rn->bits == KEYLEN;
+	routes = !in_slots || rn->bits <= FB_ROUTES_MAX_BITS;
+	fb = mem_alloc(t->mem, MEM_FALLBACK, fb_size(rn->bits, routes));
 	if (!fb) {
 		/* Lookups backtrack at the root meanwhile; the next edit tries again. */
 		t->fb_stale = true;
 		return;
 	}
-	memset(fb->route, 0, sizeof(uintptr_t) << rn->bits);
+	if (routes)
+		memset(fb->route, 0, sizeof(uintptr_t) << rn->bits);
 	fb->root = node_tnode(rn);
 	fb->key = rn->key;
 	fb->pos = rn->pos;
 	fb->bits = rn->bits;
-	fb->in_slots = rn->pos + rn->bits == KEYLEN;
+	fb->in_slots = in_slots;
+	fb->routes = routes;
 	answers_fill(fb->root, fb, 0, 1ul << rn->bits, NULL, KEYLEN);
 	rcu_assign_pointer(t->fb, fb);
 }
@@ -2048,7 +2072,7 @@ static void fb_drop(struct TRIE *t)
 		if (fb->root->child[j] == SLOT_ROUTE)
 			__atomic_store_n(&fb->root->child[j], 0, __ATOMIC_RELAXED);
 	rcu_assign_pointer(t->fb, NULL);
-	reclaim_retire(t->rc, fb, fb_size(fb->bits), MEM_FALLBACK);
+	reclaim_retire(t->rc, fb, fb_bytes(fb), MEM_FALLBACK);
 }
 
 /*
@@ -2448,6 +2472,14 @@ static inline const struct fib_route *fb_match(const struct root_fb *fb, unsigne
 	return (const struct fib_route *)slot_load(&fb->route[i]);
 }
 
+/* Reader: the root's fallbacks, if they have their entries (FB_ROUTES_MAX_BITS). */
+static inline const struct root_fb *fb_reader(const struct TRIE *t)
+{
+	const struct root_fb *fb = rcu_dereference(t->fb);
+
+	return fb && fb->routes ? fb : NULL;
+}
+
 /* Reader: @fb if it can answer for @key (see struct root_fb), else NULL. */
 static inline const struct root_fb *fb_for(const struct root_fb *fb, TKEY key)
 {
@@ -2637,7 +2669,7 @@ const struct fib_route *TN(lookup_rcu)(const struct TRIE *t, TKEY key)
 	/* No internal node: the root is the one leaf, or the trie is empty. */
 	if (!e.pn)
 		return NULL;
-	fb = fb_for(rcu_dereference(t->fb), key);
+	fb = fb_for(fb_reader(t), key);
 	if (fb && e.pn == fb->root) {
 		TRIE_READ(TRIE_READ_FB);
 		return fb_match(fb, e.cindex);
@@ -3067,7 +3099,7 @@ void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fi
 	 */
 	if (slot_bits(root) &&
 	    __atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) >= trie_batch_min_leaves) {
-		fast_lanes(root, rcu_dereference(t->fb), key, res, n);
+		fast_lanes(root, fb_reader(t), key, res, n);
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -3189,7 +3221,7 @@ void TN(destroy)(struct TRIE *t)
 		return;
 	node_free_tree(t, slot_node(t->root));
 	if (t->fb)
-		mem_free(t->mem, MEM_FALLBACK, t->fb, fb_size(t->fb->bits));
+		mem_free(t->mem, MEM_FALLBACK, t->fb, fb_bytes(t->fb));
 	mem_free(t->mem, MEM_TABLE, t, sizeof(*t));
 }
 
@@ -3239,7 +3271,7 @@ void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 		stats_walk(root, 1, st);
 	fb = rcu_dereference(t->fb);
 	if (fb)
-		st->fallback_bytes = fb_size(fb->bits);
+		st->fallback_bytes = fb_bytes(fb);
 	for (unsigned long j = 0; fb && fb->in_slots && j < 1ul << fb->bits; j++)
 		st->root_answers += (slot_load(&fb->root->child[j]) & SLOT_ROUTE) != 0;
 	st->split_builds = uatomic_read(&t->split_builds);
@@ -3456,6 +3488,11 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 			t->deferred ? " (bulk mode)" : "");
 		return -EUCLEAN;
 	}
+	if (fb->routes != (!fb->in_slots || fb->bits <= FB_ROUTES_MAX_BITS)) {
+		err_set(err, "root %#llx/bits %u: fallback entries %s", (unsigned long long)rn->key,
+			rn->bits, fb->routes ? "kept" : "missing");
+		return -EUCLEAN;
+	}
 	len = 1ul << rn->bits;
 	want = calloc(len, sizeof(*want));
 	if (!want || fb_refs_collect(rn, fb->root, &refs)) {
@@ -3474,7 +3511,7 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 	for (unsigned long j = 0; j < len; j++) {
 		uintptr_t s = fb->root->child[j];
 
-		if (fb->route[j] != (uintptr_t)want[j]) {
+		if (fb->routes && fb->route[j] != (uintptr_t)want[j]) {
 			err_set(err, "root %#llx/pos %u: fallback %lu is %#llx, should be %#llx",
 				(unsigned long long)rn->key, rn->pos, j,
 				(unsigned long long)fb->route[j],

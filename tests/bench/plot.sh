@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Draws the plots of docs/BENCHMARKS.md from bench_fib's own output (SVG,
-# gnuplot): lookups/s against table size (the sweep section) and the
-# sync-mem experiment (the syncmem section).
+# gnuplot): lookups/s against table size (the sweep section), the sync-mem
+# experiment (the syncmem section), and lookups/s against memory at each
+# root threshold beside DPDK (the dpdk section); each plot where the output
+# has its section.
 # Usage: tests/bench/plot.sh BENCH_OUTPUT [OUTDIR]     (OUTDIR: docs)
 #   e.g. ./tests/bench/bench_fib | tee bench.out; tests/bench/plot.sh bench.out docs
 set -euo pipefail
@@ -34,10 +36,56 @@ awk -v dir="$tmp" '
 	}
 ' "$out"
 
-for f in uniform inside; do
-	[ -s "$tmp/$f.dat" ] || { echo "plot.sh: no sweep section in $out" >&2; exit 1; }
-done
-gnuplot <<EOF
+# The dpdk section: lcfib's IPv4 batch and single lookups at each root
+# threshold (the default first) and the DPDK tables' bulk lookups, against
+# bytes a route. root.dat: threshold, B/route, batch random, batch inside,
+# single random, single inside; dpdk.dat: name, B/route, bulk random, bulk
+# inside.
+awk -v dir="$tmp" '
+	/^== dpdk/ { dp = 1; next }
+	/^== / { dp = 0 }
+	!dp { next }
+	/^lcfib / && !routes { routes = $2; bpr["30"] = $(NF - 1) * 1048576 / routes; th = "30" }
+	/^rte_lpm \(DIR-24-8\)/ { heap["rte_lpm"] = $(NF - 2) * 1048576 / $3 }
+	/^rte_fib \(dir24_8/ { heap["rte_fib"] = $(NF - 2) * 1048576 / $6 }
+	/^root threshold [0-9]+ %:/ {
+		th = $3
+		for (i = 1; i < NF; i++)
+			if ($(i + 1) == "B/route,")
+				bpr[th] = $i
+		order[++n] = th
+	}
+	/^lookups, IPv6/ { th = "" }
+	/^IPv4 / && th != "" {
+		kind = $2 == "uniform" ? "u" : "i"
+		if ($5 == "fib_lookup4_batch_rcu")
+			lc[th, "b", kind] = $(NF - 2)
+		else if ($5 == "fib_lookup4_rcu")
+			lc[th, "s", kind] = $(NF - 2)
+		else if ($4 == "rte_lpm_lookup_bulk")
+			mps["rte_lpm", kind] = $(NF - 2)
+		else if ($4 == "rte_fib_lookup_bulk")
+			mps["rte_fib", kind] = $(NF - 2)
+	}
+	END {
+		if (!n)
+			exit
+		order[0] = "30"
+		for (k = 0; k <= n; k++) {
+			t = order[k]
+			printf "%s%% %.2f %s %s %s %s\n", t, bpr[t], lc[t, "b", "u"], lc[t, "b", "i"],
+			       lc[t, "s", "u"], lc[t, "s", "i"] > (dir "/root.dat")
+		}
+		for (d in heap)
+			if ((d, "u") in mps)
+				printf "%s %.2f %s %s\n", d, heap[d], mps[d, "u"], mps[d, "i"] > (dir "/dpdk.dat")
+	}
+' "$out"
+
+drawn=""
+if [ -s "$tmp/uniform.dat" ] && [ -s "$tmp/inside.dat" ]; then
+	drawn="$dir/lookups-vs-size.svg"
+	gnuplot <<EOF
 set terminal svg size 960,420 dynamic enhanced font "sans,11" background "white"
 set output "$dir/lookups-vs-size.svg"
 set multiplot layout 1,2 title "Lookups on one thread against table size (random prefixes of the full IPv4 table)"
@@ -58,7 +106,9 @@ do for [f in "uniform inside"] {
 }
 unset multiplot
 EOF
+fi
 if [ -s "$tmp/syncmem-none.dat" ]; then
+	drawn="$drawn $dir/syncmem.svg"
 	gnuplot <<EOF
 set terminal svg size 960,420 dynamic enhanced font "sans,11" background "white"
 set output "$dir/syncmem.svg"
@@ -80,4 +130,30 @@ plot "$tmp/syncmem-none.dat" using 1:2 with linespoints title "no reader", \
 unset multiplot
 EOF
 fi
-echo "plot.sh: wrote $dir/lookups-vs-size.svg$([ -s "$tmp/syncmem-none.dat" ] && echo " and $dir/syncmem.svg")"
+if [ -s "$tmp/root.dat" ]; then
+	drawn="$drawn $dir/root-threshold.svg"
+	gnuplot <<EOF
+set terminal svg size 960,420 dynamic enhanced font "sans,11" background "white"
+set output "$dir/root-threshold.svg"
+set termoption noenhanced
+set multiplot layout 1,2 title "IPv4 full table, one thread: lookups against memory, lcfib at root thresholds 30 (default), 20, 10 and 5 %"
+set logscale x
+set xlabel "bytes a route (lcfib: accounted; DPDK: its heap)"
+set ylabel "M lookups/s"
+set yrange [0:*]
+set grid
+set key top left font ",9"
+set offsets 0, 0, graph 0.12, 0
+do for [c in "3 4"] {
+	set title (c eq "3" ? "uniformly random addresses" : "addresses inside table prefixes")
+	plot "$tmp/root.dat" using 2:(column(c + 0)) with linespoints pt 7 ps 0.7 title "lcfib batch", \
+	     "" using 2:(column(c + 0)):1 with labels offset 0,1 font ",8" notitle, \
+	     "" using 2:(column(c + 2)) with linespoints pt 6 ps 0.7 title "lcfib single", \
+	     "$tmp/dpdk.dat" using 2:(column(c + 0)) with points pt 5 ps 0.9 title "DPDK bulk", \
+	     "" using 2:(column(c + 0)):1 with labels offset 0,1 font ",8" notitle
+}
+unset multiplot
+EOF
+fi
+[ -n "$drawn" ] || { echo "plot.sh: $out has none of the sections sweep, syncmem, dpdk" >&2; exit 1; }
+echo "plot.sh: wrote$drawn"

@@ -208,10 +208,9 @@ void fib_set_build_threads(struct fib *f, unsigned int n);
  * 20 bits, 10 gives 22 and 5 gives 24 (DIR-24-8's first level: a lookup
  * reads one slot), each bit doubling the root (9 bytes a slot) and, up
  * to 22 bits, its fallbacks (8 bytes a slot), so that more lookups end at
- * the root
- * (docs/LIBRARY.md, The trie, has the measured trade). Applies to
- * tables made later too. The roots are resized now, readers looking on
- * (in bulk mode, at its end). Returns 0, or -EINVAL outside
+ * the root (docs/LIBRARY.md, The trie, has the measured trade). Applies
+ * to tables made later too. The roots are resized now, readers looking
+ * on (in bulk mode, at its end). Returns 0, or -EINVAL outside
  * TRIE_ROOT_THRESHOLD_MIN..TRIE_ROOT_THRESHOLD_MAX (2..100); without the
  * memory to resize, a root stays as it is.
  */

@@ -108,13 +108,14 @@ struct root_fb {
 
 /*
  * A root of more bits than this whose empty slots hold the entries (a
- * root threshold of 7 % or less: trie*_set_root_threshold()) keeps no
- * route[]: its empty slots answer, and nearly every lookup ends at the
- * root (on the full view, 24 bits: one read a lookup, a fallback read in
- * fewer than one in a thousand), while the array would take 8 bytes a
- * slot, 128 MiB at 24 bits. Readers see no fallbacks then (fb_reader()):
- * a lookup that finds nothing below the root backtracks through it, as
- * the kernel's does. The writer keeps the root's slots as ever.
+ * low root threshold, trie*_set_root_threshold(): 5 % gives the full
+ * view 24 bits) keeps no route[]: its empty slots answer, and nearly
+ * every lookup ends at the root (at 24 bits, one read a lookup; one in
+ * ten thousand random addresses finds nothing below it), while the array
+ * would take 8 bytes a slot, 128 MiB at 24 bits. Readers see no
+ * fallbacks then (fb_reader()): a lookup that finds nothing below the
+ * root backtracks through it, as the kernel's does. The writer keeps the
+ * root's slots as ever.
  */
 #define FB_ROUTES_MAX_BITS 22
 

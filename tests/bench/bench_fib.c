@@ -1963,10 +1963,11 @@ static void section_dpdk6(struct bench *b)
 /*
  * The same lcfib FIB with wider roots (fib_set_root_threshold(), resized
  * in place: 20, 22 and 24 bits on the full view), its lookups beside the
- * DPDK figures of this run; then back to the default for the sections
- * after this one.
+ * DPDK figures of this run and its answers checked against DPDK's; then
+ * back to the default for the sections after this one.
  */
-static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb)
+static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb,
+			     const struct rte_lpm *lpm, struct rte_fib *fib)
 {
 	static const unsigned int pct[] = { 20, 10, 5 };
 	const struct fib_table *tb;
@@ -2008,6 +2009,7 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 			print_lk_row("IPv4", addr_kind_name[k], "  lcfib fib_lookup4_batch_rcu",
 				     &lc[k][API_BATCH]);
 		}
+		print_agreement(b, tb, lpm, fib);
 	}
 	fib_set_root_threshold(b->fib4, 30);
 	fib_reclaim_barrier(b->fib4);
@@ -2085,7 +2087,7 @@ static int section_dpdk(struct bench *b)
 	printf("%-44s %16.3f\n", "load rate lcfib / rte_fib",
 	       fib ? ratio(rate(b->lc_load4.routes, b->lc_load4.ns), rate(lf_fib.routes, lf_fib.ns))
 		   : 0);
-	dpdk_wider_roots(b, lpm1, lpmb);
+	dpdk_wider_roots(b, lpm1, lpmb, lpm, fib);
 	printf("\n");
 	print_agreement(b, fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET), lpm, fib);
 	if (fib)

@@ -566,7 +566,7 @@ static void test_fulltable_root_threshold_resizes_the_root(void **state)
 			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes + grown / 4);
 		}
 		assert_int_equal(st.leaves, st0.leaves);
-		/* IPv6's root over the sparse 2000::/3 keeps its size at any of these. */
+		/* IPv6's widest node (14 bits, under its root of 4) keeps its size. */
 		assert_int_equal(ft_widest_bits(s->fib, AF_INET6), bits6);
 		ft_lookups(s, AF_INET, 1, 100000, &in4);
 		/* At 24 bits, one in ten thousand of these backtracks through the root. */

@@ -1871,7 +1871,8 @@ static int tt_set_root_threshold(struct tt *tt, unsigned int pct)
 	return trie6_set_root_threshold(tt->t6, pct);
 }
 
-static unsigned int tt_root_bits(const struct tt *tt)
+/* The bits of the widest internal node: IPv4's root, on the full view. */
+static unsigned int tt_widest_bits(const struct tt *tt)
 {
 	struct trie_stats st;
 	unsigned int bits = 0;
@@ -1887,9 +1888,9 @@ static unsigned int tt_root_bits(const struct tt *tt)
  * full view sorted, loaded in bulk mode into the fixture's trie with the
  * threshold set to 10 % halfway, and into a second trie with the default
  * (30 %). At the end the fixture's root is wider (IPv4: 22 bits against
- * 18; IPv6's sparse root may keep its size), both tries are sound and
- * answer alike. Set back to 30 % outside bulk mode, the root shrinks at
- * once to the default's size.
+ * 18; IPv6's widest node, 14 bits under a root of 4, keeps its size), both
+ * tries are sound and answer alike. Set back to 30 % outside bulk mode,
+ * the root shrinks at once to the default's size.
  */
 static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state)
 {
@@ -1913,10 +1914,10 @@ static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state
 	tt_set_bulk(&plain, true);
 	for (size_t i = 0; i < n; i++) {
 		if (i == n / 2) {
-			unsigned int before = tt_root_bits(&f->tt);
+			unsigned int before = tt_widest_bits(&f->tt);
 
 			assert_int_equal(tt_set_root_threshold(&f->tt, 10), 0);
-			assert_int_equal(tt_root_bits(&f->tt), before);
+			assert_int_equal(tt_widest_bits(&f->tt), before);
 		}
 		assert_int_equal(tt_edit(&f->tt, p[i].key, p[i].plen, tdata_edit_set, &e), 0);
 		assert_int_equal(tt_edit(&plain, p[i].key, p[i].plen, tdata_edit_set, &e), 0);
@@ -1925,9 +1926,9 @@ static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state
 	tt_set_bulk(&plain, false);
 	assert_trie_ok(&f->tt);
 	assert_trie_ok(&plain);
-	wide = tt_root_bits(&f->tt);
-	base = tt_root_bits(&plain);
-	print_message("  root: %u bits at 10 %%, %u at the default\n", wide, base);
+	wide = tt_widest_bits(&f->tt);
+	base = tt_widest_bits(&plain);
+	print_message("  widest node: %u bits at 10 %%, %u at the default\n", wide, base);
 	if (f->tt.family == AF_INET && n > 100000)
 		assert_true(wide > base);
 	else
@@ -1938,7 +1939,7 @@ static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state
 	/* Back to the default, outside bulk mode: at once. */
 	assert_int_equal(tt_set_root_threshold(&f->tt, 30), 0);
 	assert_trie_ok(&f->tt);
-	assert_int_equal(tt_root_bits(&f->tt), base);
+	assert_int_equal(tt_widest_bits(&f->tt), base);
 	expect_same_answers(&f->tt, &plain, p, n, &r, 100000);
 
 	tt_close_apart(&plain, m, rc);

@@ -1435,6 +1435,7 @@ static double dir24_reads(const struct bench *b, const uint32_t *a, size_t n)
 static int section_reads(struct bench *b)
 {
 	const char *n6[2] = { "inside prefixes", "random in 2000::/3" };
+	static const unsigned int wider[] = { 20, 10, 5 };
 	struct fib_state st[3];
 	struct load_fig lf6;
 	const struct fib_table *tb4, *tb6;
@@ -1471,6 +1472,19 @@ static int section_reads(struct bench *b)
 		count_reads(pass_lc6_batch, tb6, a6, b->n_addr6, reads);
 		print_reads_row("IPv6", n6[k], "fib_lookup6_batch_rcu", reads, b->n_addr6);
 	}
+	/* Wider roots (fib_set_root_threshold()), as section dpdk times them,
+	 * after the IPv6 rows (IPv6's root changes too); then the default. */
+	for (size_t i = 0; i < sizeof(wider) / sizeof(wider[0]); i++) {
+		char api[40];
+
+		fib_set_root_threshold(b->fib4, wider[i]);
+		snprintf(api, sizeof(api), "batch, root threshold %u %%", wider[i]);
+		for (int k = 0; k < ADDR_KINDS; k++) {
+			count_reads(pass_lc4_batch, tb4, b->a4[k], b->n_addr4, reads);
+			print_reads_row("IPv4", addr_kind_name[k], api, reads, b->n_addr4);
+		}
+	}
+	fib_set_root_threshold(b->fib4, 30);
 	fib_reader_unregister();
 	for (int k = 0; k < ADDR_KINDS; k++)
 		printf("DIR-24-8 (rte_lpm, rte_fib dir24_8), IPv4 %s: %.3f reads a lookup\n",

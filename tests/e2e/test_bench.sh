@@ -7,7 +7,8 @@
 # algorithm, its reads interleaved), and IPv6 lookups inside the table's
 # prefixes take their answer from the slot their descent ends at instead
 # of backtracking (issue 9, the thirteenth round), and read fewer levels
-# than with the kernel's thresholds (the fourteenth). Counts, not times: the
+# than with the kernel's thresholds (the fourteenth); wider roots
+# (fib_set_root_threshold(), the seventeenth) read less. Counts, not times: the
 # same for a table, a seed and a build on any machine. See
 # tests/e2e/lib.sh for the harness.
 #
@@ -35,11 +36,12 @@ reads_run()
 
 # Each family and address kind has a single and a batch row with the same
 # counts; every lookup reads the root's slot; DIR-24-8 is beside them.
+# (The rows at wider roots, batch only, are the next test's.)
 test_single_and_batch_lookups_read_the_same()
 {
 	reads_run
 	awk '
-	/^IPv[46] / {
+	/^IPv[46] / && !/root threshold/ {
 		n = split($0, f, /  +/)
 		key = $1 " " f[2]
 		api = f[3]
@@ -101,8 +103,25 @@ test_ipv6_lookups_inside_prefixes_read_fewer_levels()
 	below "$READS" 6.4 || fail "IPv6 lookups inside prefixes read $READS objects (5.98 expected, 6.78 with the kernel's thresholds)"
 }
 
+# fib_set_root_threshold(): at 20 % the IPv4 root has 20 bits and a
+# lookup inside a prefix reads fewer objects than at the default (2.10
+# against 2.40); at 5 % it has 24 and reads one, as DIR-24-8 does.
+test_wider_roots_read_fewer_objects()
+{
+	reads_run >/dev/null
+	awk '
+	/^IPv4 +inside prefixes +fib_lookup4_batch_rcu/ { def = $NF }
+	/^IPv4 +inside prefixes +batch, root threshold 20 %/ { t20 = $NF }
+	/^IPv4 +inside prefixes +batch, root threshold 5 %/ { t5 = $NF }
+	END {
+		printf "# IPv4 inside prefixes: %s reads a lookup at the default, %s at 20 %%, %s at 5 %%\n", def, t20, t5
+		exit !(def != "" && t20 != "" && t5 != "" && t20 + 0 < def - 0.2 && t5 + 0 < 1.01)
+	}' "$T/reads" || fail "wider roots do not read fewer objects (2.40, 2.10 and 1.00 expected)"
+}
+
 e2e_init
 t_run test_single_and_batch_lookups_read_the_same
+t_run test_wider_roots_read_fewer_objects
 t_run test_ipv6_lookups_inside_prefixes_rarely_backtrack
 t_run test_ipv6_lookups_inside_prefixes_read_fewer_levels
 t_summary

@@ -494,7 +494,7 @@ static void test_fulltable_lookups_match_reference(void **state)
 	assert_true(any4.hits > 0 && any4.hits < any4.lookups);
 }
 
-/* The bits of a table's widest internal node (its root, on a full view), 0 for none. */
+/* The bits of a table's widest internal node (IPv4's root, on a full view), 0 for none. */
 static unsigned int ft_widest_bits(const struct fib *f, int family)
 {
 	const struct fib_table *tb;

@@ -1472,8 +1472,10 @@ static int section_reads(struct bench *b)
 		count_reads(pass_lc6_batch, tb6, a6, b->n_addr6, reads);
 		print_reads_row("IPv6", n6[k], "fib_lookup6_batch_rcu", reads, b->n_addr6);
 	}
-	/* Wider roots (fib_set_root_threshold()), as section dpdk times them,
-	 * after the IPv6 rows (IPv6's root changes too); then the default. */
+	/*
+	 * Wider roots (fib_set_root_threshold()), as section dpdk times them,
+	 * after the IPv6 rows (IPv6's root changes too); then the default.
+	 */
 	for (size_t i = 0; i < sizeof(wider) / sizeof(wider[0]); i++) {
 		char api[40];
 
@@ -1987,8 +1989,8 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 	const struct fib_table *tb;
 	struct trie_stats st;
 
-	printf("\nthe same lcfib FIB, its root resized by fib_set_root_threshold() (default 30 "
-	       "%%)\n");
+	printf("\nthe same lcfib FIB, its root resized by fib_set_root_threshold() "
+	       "(default 30 %%)\n");
 	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 		struct lk_fig lc[ADDR_KINDS][2];
 		unsigned int bits = 0;
@@ -2005,8 +2007,8 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 			lc[k][API_BATCH] =
 				lk_run(pass_lc4_batch, tb, b->a4[k], b->n_addr4, b->passes);
 		}
-		printf("root threshold %u %%: IPv4 root %u bits, trie %.2f B/route, leaf depth "
-		       "%.2f\n",
+		printf("root threshold %u %%: IPv4 root %u bits, trie %.2f B/route, "
+		       "leaf depth %.2f\n",
 		       pct[i], bits,
 		       (double)(st.leaf_bytes + st.tnode_bytes + st.fallback_bytes) /
 			       (double)st.routes,

@@ -210,7 +210,8 @@ void fib_set_build_threads(struct fib *f, unsigned int n);
  * to 22 bits, its fallbacks (8 bytes a slot), so that more lookups end at
  * the root (docs/LIBRARY.md, The trie, has the measured trade). Applies
  * to tables made later too. The roots are resized now, readers looking
- * on (in bulk mode, at its end). Returns 0, or -EINVAL outside
+ * on (in bulk mode, at its end): a root too wide for @percent has its
+ * trie built anew, as at bulk mode's end. Returns 0, or -EINVAL outside
  * TRIE_ROOT_THRESHOLD_MIN..TRIE_ROOT_THRESHOLD_MAX (2..100); without the
  * memory to resize, a root stays as it is.
  */

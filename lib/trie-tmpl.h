@@ -1643,15 +1643,21 @@ static void root_fit(struct TRIE *t)
 	struct node *root = slot_node(t->root);
 
 	/*
-	 * Narrower: halved while it would not inflate back. resize() halves
-	 * a root only under the halve threshold, so that one grown under a
-	 * lower threshold would keep its size.
+	 * Narrower: resize() halves a root only under the halve threshold, so
+	 * that one grown under a lower threshold would keep its size. It is
+	 * built anew from the leaves, as at bulk mode's end, to the size the
+	 * threshold grows it to. Halved step by step instead (without the
+	 * memory for that), while it would not inflate back, it leaves nodes of
+	 * one bit for resize() to join again, a deeper trie, and chunks of
+	 * memory half used: 30 MiB more resident after 24 bits and back, on
+	 * the full view.
 	 */
-	if (root && !node_is_leaf(root) && root_too_wide(t, node_tnode(root))) {
+	if (root && !node_is_leaf(root) && root_too_wide(t, node_tnode(root)) && !rebuild(t)) {
 		while (root_too_wide(t, node_tnode(root)) && halve(t, node_tnode(root)) == 0)
 			root = slot_node(t->root);
 		resize_full_children(t, node_tnode(root));
 	}
+	root = slot_node(t->root);
 	/* Wider: resized until stable, as 18 bits to 24 takes more than MAX_WORK steps. */
 	for (int k = 0; k < KEYLEN && root && !node_is_leaf(root); k++) {
 		resize(t, node_tnode(root));

@@ -1587,9 +1587,10 @@ static unsigned int rf_rec_byte(const struct rf_rec *r, unsigned int d)
  * Sets the apply order of ops [@lo, @hi) of a load, which lie in one
  * chunk of RF_SORT_CHUNK ops: nothing to set where they are in key order
  * (they apply as parsed), else sorted by key, stably, so that the ops of
- * one key keep the file's order. Bulk mode loads sorted input faster than shuffled input: each
- * chunk of a shuffled file is then a sorted run, and a shuffled full view
- * loads a quarter faster (docs/BENCHMARKS.md, issue 9's sixteenth round).
+ * one key keep the file's order. Bulk mode loads sorted input faster than
+ * shuffled input: each chunk of a shuffled file is then a sorted run, and
+ * a shuffled full view loads a quarter faster (docs/BENCHMARKS.md, issue
+ * 9's sixteenth round).
  * A radix sort, least significant byte first, skipping the bytes all the
  * ops share (IPv4's last twelve).
  */

@@ -119,6 +119,12 @@ struct root_fb {
  */
 #define FB_ROUTES_MAX_BITS 22
 
+/* Whether the fallbacks of a root of @bits keep route[] (FB_ROUTES_MAX_BITS). */
+static inline bool fb_keeps_routes(bool in_slots, unsigned int bits)
+{
+	return !in_slots || bits <= FB_ROUTES_MAX_BITS;
+}
+
 struct TRIE {
 	uintptr_t root;     /* a slot, as the children's */
 	struct root_fb *fb; /* the root's fallbacks (rcu), or NULL */
@@ -462,17 +468,23 @@ static inline bool key_has_host_bits(TKEY key, unsigned int plen)
 
 /* ---------------------------------------------------------------- nodes */
 
-/* An address a slot cannot hold is refused (never seen on x86-64 or arm64 Linux). */
-static void *node_alloc(struct TRIE *t, enum mem_class c, size_t size)
+/*
+ * @p, just allocated, or NULL: an address a slot cannot hold is freed
+ * and refused (never seen on x86-64 or arm64 Linux).
+ */
+static void *node_fits(struct TRIE *t, enum mem_class c, void *p, size_t size)
 {
-	void *p = mem_alloc(t->mem, c, size);
-
 	if (p && ((uintptr_t)p >> SLOT_ADDR_BITS)) {
 		mem_free(t->mem, c, p, size);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return p;
+}
+
+static void *node_alloc(struct TRIE *t, enum mem_class c, size_t size)
+{
+	return node_fits(t, c, mem_alloc(t->mem, c, size), size);
 }
 
 /* Makes @tn, of tnode_size(@bits) bytes, an empty node of @key's bits above @pos + @bits. */
@@ -1366,13 +1378,10 @@ static struct tnode *rebuild_tnode(struct rebuild *rb, TKEY key, unsigned int po
 				   unsigned int bits)
 {
 	size_t size = tnode_size(bits);
-	struct tnode *tn = rb->arena ? mem_arena_alloc(rb->arena, MEM_TNODE, size)
-				     : mem_alloc(rb->t->mem, MEM_TNODE, size);
+	struct tnode *tn = rb->arena ? node_fits(rb->t, MEM_TNODE,
+						 mem_arena_alloc(rb->arena, MEM_TNODE, size), size)
+				     : node_alloc(rb->t, MEM_TNODE, size);
 
-	if (tn && ((uintptr_t)tn >> SLOT_ADDR_BITS)) {
-		mem_free(rb->t->mem, MEM_TNODE, tn, size); /* as node_alloc() */
-		tn = NULL;
-	}
 	if (!tn)
 		return NULL;
 	tnode_init(tn, key, pos, bits);
@@ -2047,7 +2056,7 @@ static void fb_build(struct TRIE *t)
 	if (!rn || node_is_leaf(rn))
 		return;
 	in_slots = rn->pos + rn->bits == KEYLEN;
-	routes = !in_slots || rn->bits <= FB_ROUTES_MAX_BITS;
+	routes = fb_keeps_routes(in_slots, rn->bits);
 	fb = mem_alloc(t->mem, MEM_FALLBACK, fb_size(rn->bits, routes));
 	if (!fb) {
 		/* Lookups backtrack at the root meanwhile; the next edit tries again. */
@@ -3495,7 +3504,7 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 			t->deferred ? " (bulk mode)" : "");
 		return -EUCLEAN;
 	}
-	if (fb->routes != (!fb->in_slots || fb->bits <= FB_ROUTES_MAX_BITS)) {
+	if (fb->routes != fb_keeps_routes(fb->in_slots, fb->bits)) {
 		err_set(err, "root %#llx/bits %u: fallback entries %s", (unsigned long long)rn->key,
 			rn->bits, fb->routes ? "kept" : "missing");
 		return -EUCLEAN;

@@ -1986,9 +1986,17 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 			     const struct rte_lpm *lpm, struct rte_fib *fib)
 {
 	static const unsigned int pct[] = { 20, 10, 5 };
-	const struct fib_table *tb;
-	struct trie_stats st;
+	const struct fib_table *tb = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
+	struct trie_stats st, st0;
+	struct fib_state fs0, fs;
+	uint64_t rss0;
 
+	/* The memory and depth before, to compare with after the way back. */
+	fib_reclaim_barrier(b->fib4);
+	fib_mem_trim(b->fib4);
+	fib_get_state(b->fib4, &fs0);
+	fib_table_stats_rcu(tb, &st0);
+	rss0 = rss_bytes();
 	printf("\nthe same lcfib FIB, its root resized by fib_set_root_threshold() "
 	       "(default 30 %%)\n");
 	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
@@ -2029,6 +2037,14 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 	}
 	fib_set_root_threshold(b->fib4, 30);
 	fib_reclaim_barrier(b->fib4);
+	fib_mem_trim(b->fib4);
+	fib_get_state(b->fib4, &fs);
+	fib_table_stats_rcu(tb, &st);
+	printf("back to 30 %% (built anew), after fib_mem_trim(): leaf depth %.2f (%.2f before), "
+	       "slab chunks held %.1f MiB (%.1f), process RSS %.1f MiB (%.1f)\n",
+	       (double)st.total_depth / (double)st.leaves,
+	       (double)st0.total_depth / (double)st0.leaves, (double)fs.mem.slab_bytes / MIB,
+	       (double)fs0.mem.slab_bytes / MIB, (double)rss_bytes() / MIB, (double)rss0 / MIB);
 }
 
 static int section_dpdk(struct bench *b)

@@ -292,10 +292,13 @@ _Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
 #define SLOT_ROUTE ((uintptr_t)1)
 _Static_assert(_Alignof(struct fib_route) > 1, "a route's address leaves bit 0 free");
 
+/* A slot's address bits. */
+#define SLOT_ADDR_MASK (((uintptr_t)1 << SLOT_ADDR_BITS) - 1)
+
 static inline struct node *slot_node(uintptr_t s)
 {
 	/* 0 for a route: (s & SLOT_ROUTE) - 1 masks everything out when the bit is set. */
-	return (struct node *)(s & (((uintptr_t)1 << SLOT_ADDR_BITS) - 1) & ((s & SLOT_ROUTE) - 1));
+	return (struct node *)(s & SLOT_ADDR_MASK & ((s & SLOT_ROUTE) - 1));
 }
 
 /* The slot @s as the writer's structure sees it: a route (SLOT_ROUTE) is an empty slot. */
@@ -370,7 +373,7 @@ static inline const struct fib_route *slot_answer(uintptr_t s)
 {
 	uintptr_t route = s & SLOT_ROUTE;
 
-	return (const struct fib_route *)((s & (((uintptr_t)1 << SLOT_ADDR_BITS) - 1)) - route +
+	return (const struct fib_route *)((s & SLOT_ADDR_MASK) - route +
 					  (route ^ 1) * offsetof(struct leaf, r));
 }
 
@@ -2677,14 +2680,13 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 	} else if (s & SLOT_ROUTE) {
 		/*
 		 * An answer, if the key is inside the node (see SLOT_ROUTE): a
-		 * bit was skipped on the way, so as the node's header says (a
-		 * read, where backtracking would take many); else an empty slot.
+		 * bit was skipped on the way down to it, so as its header says
+		 * (a read, where backtracking would take many); else an empty
+		 * slot.
 		 */
-		if (e.pn) {
-			TRIE_READ(TRIE_READ_HEADER);
-			e.routed = key_inside(e.pn, key);
-			e.r = slot_route(s);
-		}
+		TRIE_READ(TRIE_READ_HEADER);
+		e.routed = key_inside(e.pn, key);
+		e.r = slot_route(s);
 		return e;
 	}
 	e.l = node_leaf(slot_node(s));

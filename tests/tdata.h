@@ -12,6 +12,7 @@
 
 #include "lib/addr.h"
 #include "lib/route.h"
+#include "lib/stats.h"
 
 /*
  * TDATA_UNDER_TSAN: built with ThreadSanitizer (gcc or clang), where the
@@ -24,6 +25,16 @@
 #define TDATA_UNDER_TSAN 1
 #endif
 #endif
+
+/* The bits of the widest internal node the statistics count (IPv4's root, on a full view), or 0. */
+static inline unsigned int tdata_widest_bits(const struct trie_stats *st)
+{
+	unsigned int bits = 0;
+
+	for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
+		bits = st->nodes_by_bits[b] ? b : bits;
+	return bits;
+}
 
 struct tdata_table {
 	struct addr_prefix *v4;

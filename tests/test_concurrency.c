@@ -579,14 +579,12 @@ static void churn_pick(struct churn *c, u128 *key, unsigned int *plen)
 static void churn_note_crest(struct churn *c)
 {
 	struct trie_stats ts;
+	unsigned int bits;
 
 	c->r->f->get_stats(c->r->t, &ts);
-	for (unsigned int b = TRIE_MAX_BITS; b > c->max_bits; b--) {
-		if (ts.nodes_by_bits[b]) {
-			c->max_bits = b;
-			break;
-		}
-	}
+	bits = tdata_widest_bits(&ts);
+	if (bits > c->max_bits)
+		c->max_bits = bits;
 }
 
 static void churn_step(struct churn *c)

@@ -505,8 +505,7 @@ static unsigned int ft_widest_bits(const struct fib *f, int family)
 	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, family);
 	if (tb) {
 		fib_table_stats_rcu(tb, &st);
-		for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
-			bits = st.nodes_by_bits[b] ? b : bits;
+		bits = tdata_widest_bits(&st);
 	}
 	fib_read_unlock();
 	return bits;

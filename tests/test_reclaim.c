@@ -212,14 +212,12 @@ static void churn4_fini(struct churn4 *c)
 static void churn4_note_crest(struct churn4 *c)
 {
 	struct trie_stats ts;
+	unsigned int bits;
 
 	trie4_get_stats(c->t, &ts);
-	for (unsigned int b = TRIE_MAX_BITS; b > c->max_bits; b--) {
-		if (ts.nodes_by_bits[b]) {
-			c->max_bits = b;
-			break;
-		}
-	}
+	bits = tdata_widest_bits(&ts);
+	if (bits > c->max_bits)
+		c->max_bits = bits;
 }
 
 /* One edit; asserts that the trie accepted it. */

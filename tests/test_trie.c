@@ -1875,12 +1875,9 @@ static int tt_set_root_threshold(struct tt *tt, unsigned int pct)
 static unsigned int tt_widest_bits(const struct tt *tt)
 {
 	struct trie_stats st;
-	unsigned int bits = 0;
 
 	tt_stats(tt, &st);
-	for (unsigned int b = 0; b <= TRIE_MAX_BITS; b++)
-		bits = st.nodes_by_bits[b] ? b : bits;
-	return bits;
+	return tdata_widest_bits(&st);
 }
 
 /*

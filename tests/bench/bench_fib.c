@@ -2001,14 +2001,13 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 	       "(default 30 %%)\n");
 	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 		struct lk_fig lc[ADDR_KINDS][2];
-		unsigned int bits = 0;
+		unsigned int bits;
 
 		fib_set_root_threshold(b->fib4, pct[i]);
 		fib_reclaim_barrier(b->fib4);
 		tb = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
 		fib_table_stats_rcu(tb, &st);
-		for (unsigned int k = 0; k <= TRIE_MAX_BITS; k++)
-			bits = st.nodes_by_bits[k] ? k : bits;
+		bits = tdata_widest_bits(&st);
 		for (int k = 0; k < ADDR_KINDS; k++) {
 			lc[k][API_SINGLE] =
 				lk_run(pass_lc4_single, tb, b->a4[k], b->n_addr4, b->passes);

@@ -114,6 +114,8 @@ static int state_table(struct lyd_node *st, const struct fib_table *tb)
 	ret = state_u64(n, "routes", ts.routes);
 	ret |= state_u64(n, "prefixes", ts.prefixes);
 	ret |= state_u64(n, "leaves", ts.leaves);
+	ret |= state_u64(n, "inline-leaves", ts.inline_leaves);
+	ret |= state_u64(n, "shared-routes", ts.shared_routes);
 	ret |= state_u64(n, "internal-nodes", ts.tnodes);
 	for (unsigned int b = 1; b <= TRIE_MAX_BITS && !ret; b++) {
 		struct lyd_node *nb;

@@ -62,13 +62,16 @@ struct reclaim_stats {
 /* Statistics in the spirit of /proc/net/fib_triestat. */
 struct trie_stats {
 	uint64_t leaves;
-	uint64_t prefixes; /* distinct (key, plen) */
+	uint64_t inline_leaves; /* of them, in their parent's slot (lib/trie-tmpl.h, slot_inline())
+				 */
+	uint64_t shared_routes; /* the routes inline leaves share, one copy each */
+	uint64_t prefixes;      /* distinct (key, plen) */
 	uint64_t routes;
 	uint64_t tnodes;
 	uint64_t nodes_by_bits[TRIE_MAX_BITS + 1]; /* internal nodes by bits */
 	uint64_t pointers;                         /* child slots of all internal nodes */
 	uint64_t null_pointers;                    /* empty ones */
-	uint64_t leaf_bytes;
+	uint64_t leaf_bytes; /* leaves of their own, and the routes inline leaves share */
 	uint64_t tnode_bytes;
 	uint64_t fallback_bytes; /* the root's fallback table, 8 bytes a root child */
 	uint64_t answers;        /* empty slots that hold their answer (root's included) */

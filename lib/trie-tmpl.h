@@ -125,6 +125,22 @@ static inline bool fb_keeps_routes(bool in_slots, unsigned int bits)
 	return !in_slots || bits <= FB_ROUTES_MAX_BITS;
 }
 
+/*
+ * The routes of inline leaves (see slot_inline()), one copy of each value,
+ * with the number of inline leaves that hold it: an open-addressing table,
+ * writer only. A route is retired, as a leaf is, when its last leaf goes.
+ */
+struct shared_ent {
+	struct fib_route *r; /* NULL: a free entry */
+	uint64_t refs;
+};
+
+struct shared {
+	struct shared_ent *v;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
 struct TRIE {
 	uintptr_t root;     /* a slot, as the children's */
 	struct root_fb *fb; /* the root's fallbacks (rcu), or NULL */
@@ -157,6 +173,8 @@ struct TRIE {
 	uint8_t inflate_root, halve_root;
 	bool root_refit;            /* set in bulk mode: resize the root to them at its end */
 	uint64_t split_builds;      /* rebuilds a second thread helped with (trie_stats) */
+	struct shared shared;       /* the routes of inline leaves */
+	uint64_t nr_shared;         /* shared.n, for trie_stats */
 };
 
 /*
@@ -295,22 +313,81 @@ _Static_assert(_Alignof(struct fib_route) > 1, "a route's address leaves bit 0 f
 /* A slot's address bits. */
 #define SLOT_ADDR_MASK (((uintptr_t)1 << SLOT_ADDR_BITS) - 1)
 
+static inline unsigned int slot_pos(uintptr_t s)
+{
+	return (unsigned int)(s >> SLOT_ADDR_BITS) & 0xff;
+}
+
+static inline unsigned int slot_bits(uintptr_t s)
+{
+	return (unsigned int)(s >> (SLOT_ADDR_BITS + 8));
+}
+
+/*
+ * A leaf of one route may sit in its parent's slot instead of a leaf of
+ * its own (an inline leaf): SLOT_ROUTE, the address of the route, and the
+ * prefix length plus one in the pos byte (an answer's is 0). Its key is
+ * not stored: the leaf is alone in child i of a node N of pos p only if
+ * its prefix is no longer than KEYLEN - p, so that the key's bits below p
+ * are host bits, all zero, and the key is N's key | i << p
+ * (inline_key()). Its route is one of the trie's shared routes (struct
+ * shared): leaves with the same route (next hop, metric, prefix length and
+ * the rest) hold one copy, so an inline leaf costs no memory but its slot,
+ * where a leaf of its own took 24 bytes (IPv4) or 40 (IPv6).
+ *
+ * To a lookup that comes down to it, the slot is what an answer in an
+ * empty slot is (the route, if the key is inside N), and it is read the
+ * same way (slot_done(), slot_answer()); backtracking and the kernel's walk
+ * check its prefix against the key (inline_covers()). The writer sees a
+ * leaf (struct lview), and keeps the rule on the way: a node that takes it
+ * with a larger pos (halve(), collapse(), the root slot, a rebuild) gets a
+ * leaf of its own instead (materialized).
+ */
+static inline bool slot_inline(uintptr_t s)
+{
+	return (s & SLOT_ROUTE) && slot_pos(s);
+}
+
+/* The route of the inline leaf (or of the answer) in slot @s. */
+static inline const struct fib_route *inline_route(uintptr_t s)
+{
+	return (const struct fib_route *)((s & SLOT_ADDR_MASK) - SLOT_ROUTE);
+}
+
+/* An inline leaf's slot, for the shared route @r. */
+static inline uintptr_t inline_slot(const struct fib_route *r)
+{
+	return (uintptr_t)r | SLOT_ROUTE | (uintptr_t)(r->plen + 1u) << SLOT_ADDR_BITS;
+}
+
+/* The prefix length of the inline leaf in slot @s. */
+static inline unsigned int inline_plen(uintptr_t s)
+{
+	return slot_pos(s) - 1;
+}
+
 static inline struct node *slot_node(uintptr_t s)
 {
 	/* 0 for a route: (s & SLOT_ROUTE) - 1 masks everything out when the bit is set. */
 	return (struct node *)(s & SLOT_ADDR_MASK & ((s & SLOT_ROUTE) - 1));
 }
 
-/* The slot @s as the writer's structure sees it: a route (SLOT_ROUTE) is an empty slot. */
+/*
+ * The slot @s as the writer's structure sees it: an answer (SLOT_ROUTE, pos
+ * byte 0) is an empty slot; an inline leaf is a leaf.
+ */
 static inline uintptr_t slot_writer(uintptr_t s)
 {
-	return s & SLOT_ROUTE ? 0 : s;
+	return (s & SLOT_ROUTE) && !slot_pos(s) ? 0 : s;
 }
 
-/* The route an answer slot holds (NULL: the root's, where no prefix covers the child). */
+/*
+ * The route an answer slot holds (NULL: the root's, where no prefix covers
+ * the child), or an inline leaf's.
+ */
 static inline const struct fib_route *slot_route(uintptr_t s)
 {
-	return (const struct fib_route *)(s - SLOT_ROUTE);
+	return inline_route(s);
 }
 
 /*
@@ -325,16 +402,6 @@ static void answer_set(struct tnode *tn, unsigned long j, uintptr_t v, bool full
 	/* Only where it changes: a reader may be loading the slot. */
 	if (!slot_writer(*p) && *p != want)
 		__atomic_store_n(p, want, __ATOMIC_RELEASE);
-}
-
-static inline unsigned int slot_pos(uintptr_t s)
-{
-	return (unsigned int)(s >> SLOT_ADDR_BITS) & 0xff;
-}
-
-static inline unsigned int slot_bits(uintptr_t s)
-{
-	return (unsigned int)(s >> (SLOT_ADDR_BITS + 8));
 }
 
 /*
@@ -573,6 +640,254 @@ static void node_retire(struct TRIE *t, struct node *n)
 	}
 }
 
+/* ------------------------------------------------------- shared routes */
+
+static inline size_t shared_hash(const struct fib_route *r)
+{
+	uint64_t w[2];
+
+	_Static_assert(sizeof(*r) == sizeof(w), "a route is two words, no padding");
+	memcpy(w, r, sizeof(w));
+	w[0] = (w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+	return (size_t)(w[0] ^ w[0] >> 31);
+}
+
+/* The entry of the route value @r, or the free entry where it would go. */
+static struct shared_ent *shared_slot(const struct shared *sh, const struct fib_route *r)
+{
+	size_t mask = sh->cap - 1;
+
+	for (size_t i = shared_hash(r) & mask;; i = (i + 1) & mask)
+		if (!sh->v[i].r || !memcmp(sh->v[i].r, r, sizeof(*r)))
+			return &sh->v[i];
+}
+
+/* Doubles the table (or makes it); false without the memory. */
+static bool shared_grow(struct TRIE *t)
+{
+	struct shared *sh = &t->shared;
+	size_t cap = sh->cap ? 2 * sh->cap : 64;
+	struct shared old = *sh;
+	struct shared_ent *v = mem_alloc(t->mem, MEM_HASH, cap * sizeof(*v));
+
+	if (!v)
+		return false;
+	memset(v, 0, cap * sizeof(*v));
+	sh->v = v;
+	sh->cap = cap;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.v[i].r)
+			*shared_slot(sh, old.v[i].r) = old.v[i];
+	if (old.v)
+		mem_free(t->mem, MEM_HASH, old.v, old.cap * sizeof(*old.v));
+	return true;
+}
+
+/* Writer: the shared copy of the route @r for one more inline leaf; NULL without the memory. */
+static const struct fib_route *shared_get(struct TRIE *t, const struct fib_route *r)
+{
+	struct shared *sh = &t->shared;
+	struct shared_ent *e;
+
+	if (2 * (sh->n + 1) > sh->cap && !shared_grow(t))
+		return NULL;
+	e = shared_slot(sh, r);
+	if (!e->r) {
+		e->r = node_alloc(t, MEM_LEAF, sizeof(*r));
+		if (!e->r)
+			return NULL;
+		*e->r = *r;
+		e->refs = 0;
+		sh->n++;
+		STAT_ADD(t->nr_shared, 1);
+	}
+	e->refs++;
+	return e->r;
+}
+
+/*
+ * Writer: one inline leaf less holds the shared route of value @r; the last
+ * one retires it (readers may be reading it).
+ */
+static void shared_put(struct TRIE *t, const struct fib_route *r)
+{
+	struct shared *sh = &t->shared;
+	struct shared_ent *e = shared_slot(sh, r);
+	size_t mask = sh->cap - 1, i, j;
+
+	if (--e->refs)
+		return;
+	reclaim_retire(t->rc, e->r, sizeof(*e->r), MEM_LEAF);
+	sh->n--;
+	STAT_ADD(t->nr_shared, -1);
+	/* Linear probing's deletion: later entries of the run move back where they may. */
+	i = (size_t)(e - sh->v);
+	e->r = NULL;
+	for (j = (i + 1) & mask; sh->v[j].r; j = (j + 1) & mask) {
+		size_t home = shared_hash(sh->v[j].r) & mask;
+
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			sh->v[i] = sh->v[j];
+			sh->v[j].r = NULL;
+			i = j;
+		}
+	}
+}
+
+/* The number of inline leaves that hold the shared route @r (0: it is not shared). */
+static uint64_t shared_refs(const struct TRIE *t, const struct fib_route *r)
+{
+	const struct shared_ent *e = t->shared.cap ? shared_slot(&t->shared, r) : NULL;
+
+	return e && e->r == r ? e->refs : 0;
+}
+
+/* Frees every shared route and the table (the trie's end: no reader is left). */
+static void shared_destroy(struct TRIE *t)
+{
+	struct shared *sh = &t->shared;
+
+	for (size_t i = 0; i < sh->cap; i++)
+		if (sh->v[i].r)
+			mem_free(t->mem, MEM_LEAF, sh->v[i].r, sizeof(*sh->v[i].r));
+	if (sh->v)
+		mem_free(t->mem, MEM_HASH, sh->v, sh->cap * sizeof(*sh->v));
+	memset(sh, 0, sizeof(*sh));
+}
+
+/* -------------------------------------------------------- leaves' views */
+
+/* Writer: a leaf as its slot shows it, a leaf of its own or inline (slot_inline()). */
+struct lview {
+	TKEY key;
+	unsigned int nr;
+	const struct fib_route *r; /* its routes, longest prefix first */
+	uintptr_t slot;            /* its slot */
+};
+
+/*
+ * *@v for the slot @s; @key is the key an inline leaf there has
+ * (inline_key()). False if @s holds no leaf (empty, an answer, a node).
+ */
+static inline bool lv_set(struct lview *v, uintptr_t s, TKEY key)
+{
+	if (slot_inline(s)) {
+		v->key = key;
+		v->nr = 1;
+		v->r = inline_route(s);
+	} else if (s && !slot_bits(s) && !(s & SLOT_ROUTE)) {
+		const struct leaf *l = node_leaf(slot_node(s));
+
+		v->key = l->n.key;
+		v->nr = l->n.nr;
+		v->r = l->r;
+	} else {
+		return false;
+	}
+	v->slot = s;
+	return true;
+}
+
+/* The key of the inline leaf in child @i of @tn. */
+static inline TKEY inline_key(const struct tnode *tn, unsigned long i)
+{
+	return tn->n.key | (TKEY)i << tn->n.pos;
+}
+
+/* lv_set() of child @i of @tn. */
+static inline bool lv_child(struct lview *v, const struct tnode *tn, unsigned long i)
+{
+	return lv_set(v, slot_writer(tn->child[i]), inline_key(tn, i));
+}
+
+static inline unsigned int lv_slen(const struct lview *v)
+{
+	return KEYLEN - v->r[v->nr - 1].plen;
+}
+
+/* The slen of the leaf or node in the nonempty slot @s (an inline leaf's from its slot). */
+static inline unsigned int slot_slen(uintptr_t s)
+{
+	return slot_inline(s) ? KEYLEN - inline_plen(s) : slot_node(s)->slen;
+}
+
+/* Reader: whether the inline leaf in slot @s, child @i of @tn, covers @key. */
+static inline bool inline_covers(uintptr_t s, const struct tnode *tn, unsigned long i, TKEY key)
+{
+	return !key_shr(key ^ inline_key(tn, i), KEYLEN + 1 - slot_pos(s));
+}
+
+/*
+ * Writer: the slot of a new leaf of @key with the routes @r[@nr], longest
+ * prefix first, in a node of pos @pos (KEYLEN + 1: the root slot): inline
+ * if it may be (see slot_inline()), else a leaf of its own; 0 without the
+ * memory.
+ */
+static uintptr_t leaf_make(struct TRIE *t, TKEY key, const struct fib_route *r, unsigned int nr,
+			   unsigned int pos)
+{
+	struct leaf *l;
+
+	if (nr == 1 && r[0].plen + pos <= KEYLEN) {
+		const struct fib_route *sr = shared_get(t, &r[0]);
+
+		if (sr)
+			return inline_slot(sr);
+	}
+	l = leaf_new(t, key, nr);
+	if (!l)
+		return 0;
+	memcpy(l->r, r, nr * sizeof(l->r[0]));
+	l->n.slen = (uint8_t)(KEYLEN - r[nr - 1].plen);
+	return node_slot(&l->n);
+}
+
+/*
+ * Writer: a leaf of its own for the inline leaf of @key in slot @s, to go
+ * where it may not stay inline; 0 without the memory. The caller puts it
+ * in place, then calls inline_gone().
+ */
+static uintptr_t leaf_materialize(struct TRIE *t, uintptr_t s, TKEY key)
+{
+	return leaf_make(t, key, inline_route(s), 1, KEYLEN + 1);
+}
+
+static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct lview *old,
+				 const struct lview *l);
+
+/*
+ * Writer: the inline leaf of @key in slot @s now has a leaf of its own in
+ * slot @ns, published under @tp: the answers that named its shared route
+ * name the leaf's, and the shared route loses a leaf.
+ */
+static void inline_gone(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns, TKEY key)
+{
+	struct lview old, l;
+
+	lv_set(&old, s, key);
+	lv_set(&l, ns, key);
+	answers_leaf_changed(t, tp, &old, &l);
+	shared_put(t, inline_route(s));
+}
+
+/* Writer: frees a new leaf's slot no reader has seen (an unwind path). */
+static void leaf_slot_free(struct TRIE *t, uintptr_t s)
+{
+	if (slot_inline(s))
+		shared_put(t, inline_route(s));
+	else
+		mem_free(t->mem, MEM_LEAF, slot_node(s), leaf_size(slot_node(s)->nr));
+}
+
+/* Writer: hands the leaf of slot @s, unlinked, to reclamation. */
+static void leaf_slot_retire(struct TRIE *t, uintptr_t s)
+{
+	if (slot_inline(s))
+		shared_put(t, inline_route(s));
+	else
+		node_retire(t, slot_node(s));
+}
+
 /*
  * Sets child @i of @tn to the node of slot @s (0: none), whose slen is
  * @slen, keeping the counts and slen; publishes it to readers. Reads
@@ -601,12 +916,6 @@ static void put_slot(struct tnode *tn, unsigned long i, uintptr_t s, unsigned in
 	__atomic_store_n(&tn->child[i], s, __ATOMIC_RELEASE);
 	if (!s || slen < child_slen(tn)[i])
 		SLEN_STORE(child_slen(tn)[i], s ? slen : 0);
-}
-
-/* Sets child @i of @tn to @n (or none), as put_slot(). */
-static void put_child(struct tnode *tn, unsigned long i, struct node *n)
-{
-	put_slot(tn, i, node_slot(n), n ? n->slen : 0);
 }
 
 /* Counts the nonempty slot @s, of slen @slen, in the header of @tn, a node no reader has seen. */
@@ -653,20 +962,28 @@ struct rebuild;
 static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t lo, size_t hi);
 static unsigned long fb_span(const struct tnode *root, unsigned int plen);
 
-/* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
-static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
+/* Puts the slot @s (of slen @slen) where @key belongs under @tp, or at the root when @tp is NULL.
+ */
+static void put_slot_root(struct TRIE *t, struct tnode *tp, TKEY key, uintptr_t s,
+			  unsigned int slen)
 {
 	if (tp) {
 		unsigned long i = get_index(key, &tp->n);
 
-		put_child(tp, i, n);
-		if (!n)
+		put_slot(tp, i, s, slen);
+		if (!s)
 			answer_refill(t, tp, i);
 	} else {
 		/* The fallbacks go first: the caller may retire the old root next. */
 		fb_drop(t);
-		slot_publish(&t->root, n);
+		__atomic_store_n(&t->root, s, __ATOMIC_RELEASE);
 	}
+}
+
+/* Puts @n where @key belongs under @tp, or at the root when @tp is NULL. */
+static void put_child_root(struct TRIE *t, struct tnode *tp, TKEY key, struct node *n)
+{
+	put_slot_root(t, tp, key, node_slot(n), n ? n->slen : 0);
 }
 
 static void node_set_parent(struct node *n, struct tnode *tp)
@@ -964,6 +1281,12 @@ struct inflation {
 	struct node **v;
 	size_t n, cap;
 	struct node *first[32];
+	/* Inline leaves moved up that may not stay so: their slots, and their leaves now. */
+	struct inflation_made {
+		uintptr_t s, ns;
+		TKEY key;
+	} * made;
+	size_t n_made, cap_made;
 };
 
 static int consumed_add(struct inflation *c, const struct tnode *u)
@@ -1009,7 +1332,7 @@ static void answers_split(struct tnode *piece, const struct tnode *in, unsigned 
 		uintptr_t s = in->child[lo + j];
 
 		/* An answer in in's slot: the child is empty there, and so in @piece. */
-		if (!(s & SLOT_ROUTE) || s == SLOT_ROUTE)
+		if (slot_writer(s) || s == SLOT_ROUTE || !s)
 			continue;
 		/* Runs of children share an answer: its route is read once a run. */
 		if (s != last) {
@@ -1027,6 +1350,37 @@ static void answers_split(struct tnode *piece, const struct tnode *in, unsigned 
 
 static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, unsigned long lo,
 		       unsigned long hi, struct inflation *c);
+
+/*
+ * fill_child() of child @j of @u into @tn, whose pos is larger: an inline
+ * leaf that may not stay so there gets a leaf of its own, recorded in @c
+ * (inflate() calls inline_gone() once it is published).
+ */
+static int fill_up(struct TRIE *t, struct tnode *tn, unsigned long i, const struct tnode *u,
+		   unsigned long j, struct inflation *c)
+{
+	uintptr_t s = slot_writer(u->child[j]), ns;
+
+	if (!slot_inline(s) || inline_plen(s) + tn->n.pos <= KEYLEN) {
+		fill_child(tn, i, u, j);
+		return 0;
+	}
+	if (c->n_made == c->cap_made) {
+		size_t cap = c->cap_made ? 2 * c->cap_made : 16;
+		struct inflation_made *v = realloc(c->made, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->made = v;
+		c->cap_made = cap;
+	}
+	ns = leaf_materialize(t, s, inline_key(u, j));
+	if (!ns)
+		return -ENOMEM;
+	c->made[c->n_made++] = (struct inflation_made){ .s = s, .ns = ns, .key = inline_key(u, j) };
+	fill_slot(tn, i, ns, child_slen(u)[j]);
+	return 0;
+}
 
 /*
  * A node inflate() made for a piece of children [@lo, @lo + 2^@bits) of
@@ -1084,8 +1438,8 @@ static int place_pieces(struct TRIE *t, struct tnode *tn, const struct tnode *u,
 		struct tnode *piece;
 
 		if (used == 1)
-			fill_child(tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n), u,
-				   only);
+			err = fill_up(t, tn, get_index(u->n.key | (TKEY)only << u->n.pos, &tn->n),
+				      u, only, c);
 		if (used >= 2) {
 			piece = piece_inflated(t, tn, u, lo, bits, used + full, key, c, &err);
 			if (!piece && !err) {
@@ -1138,8 +1492,12 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 				return err;
 			continue;
 		}
-		/* Moves as it is. Its key is known above u's pos; below, the node has it. */
-		key = p >= u->n.pos ? u->n.key | (TKEY)i << u->n.pos : slot_node(s)->key;
+		/*
+		 * Moves as it is. Its key is known above u's pos; below, the node
+		 * has it, or it is inline, and all zeros.
+		 */
+		key = p >= u->n.pos || slot_inline(s) ? u->n.key | (TKEY)i << u->n.pos
+						      : slot_node(s)->key;
 		fill_child(tn, get_index(key, &tn->n), u, i);
 	}
 	return 0;
@@ -1169,16 +1527,38 @@ static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k, bool pie
 	if (!err) {
 		answers_new(tn);
 		replace(t, oldtn, tn);
+		for (size_t i = 0; i < c.n_made; i++)
+			inline_gone(t, tn, c.made[i].s, c.made[i].ns, c.made[i].key);
 		/* The children split or dissolved go too, after their last read. */
 		for (size_t i = 0; i < c.n; i++)
 			node_retire(t, c.v[i]);
 		node_retire(t, &oldtn->n);
 	} else {
+		for (size_t i = 0; i < c.n_made; i++)
+			leaf_slot_free(t, c.made[i].ns);
 		tnode_free_new(t, tn);
 	}
 	if (c.v != c.first)
 		free(c.v);
+	free(c.made);
 	return err;
+}
+
+/* Whether halve() gave child @i of @oldtn, inline, a leaf of its own in @tn. */
+static bool halve_materialized(const struct tnode *tn, const struct tnode *oldtn, unsigned long i)
+{
+	uintptr_t s = oldtn->child[i], ns = tn->child[i / 2];
+
+	return slot_inline(s) && ns && !slot_bits(ns) && ns != s;
+}
+
+/* Unwinds a failed halve() of @oldtn into @tn: the leaves it made go too. */
+static void halve_unwind(struct TRIE *t, struct tnode *tn, const struct tnode *oldtn)
+{
+	for (unsigned long i = 0; i < child_length(&oldtn->n); i++)
+		if (halve_materialized(tn, oldtn, i))
+			leaf_slot_free(t, tn->child[i / 2]);
+	tnode_free_new(t, tn);
 }
 
 static int halve(struct TRIE *t, struct tnode *oldtn)
@@ -1193,16 +1573,30 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 		uintptr_t s0 = slot_writer(oldtn->child[--i]);
 		struct tnode *in;
 
-		/* At most one of the pair: it moves up as it is. */
+		/*
+		 * At most one of the pair: it moves up as it is, or, inline where
+		 * it may not stay so, as a leaf of its own (inline_gone() below).
+		 */
 		if (!s1 || !s0) {
-			if (s1 || s0)
-				fill_child(tn, i / 2, oldtn, s1 ? i + 1 : i);
+			unsigned long j = s1 ? i + 1 : i;
+			uintptr_t s = s1 | s0, ns;
+
+			if (slot_inline(s) && inline_plen(s) + tn->n.pos > KEYLEN) {
+				ns = leaf_materialize(t, s, inline_key(oldtn, j));
+				if (!ns) {
+					halve_unwind(t, tn, oldtn);
+					return -ENOMEM;
+				}
+				fill_slot(tn, i / 2, ns, child_slen(oldtn)[j]);
+			} else if (s) {
+				fill_child(tn, i / 2, oldtn, j);
+			}
 			continue;
 		}
 		/* Both: a new node of one bit keeps them apart (key: oldtn's, index i). */
 		in = tnode_new(t, oldtn->n.key | (TKEY)i << oldtn->n.pos, oldtn->n.pos, 1);
 		if (!in) {
-			tnode_free_new(t, tn);
+			halve_unwind(t, tn, oldtn);
 			return -ENOMEM;
 		}
 		in->parent = tn;
@@ -1212,20 +1606,38 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 	}
 	answers_new(tn);
 	replace(t, oldtn, tn);
+	/* The inline leaves that have leaves of their own now (above). */
+	for (unsigned long i = 0; i < child_length(&oldtn->n); i++)
+		if (halve_materialized(tn, oldtn, i))
+			inline_gone(t, tn, oldtn->child[i], tn->child[i / 2], inline_key(oldtn, i));
 	node_retire(t, &oldtn->n);
 	return 0;
 }
 
-/* @oldtn has at most one child left: put the child in its place. Returns the parent. */
+/*
+ * @oldtn has at most one child left: put the child in its place. An
+ * inline leaf that may not stay so there gets a leaf of its own (without
+ * the memory, @oldtn stays). Returns the parent.
+ */
 static struct tnode *collapse(struct TRIE *t, struct tnode *oldtn)
 {
 	struct tnode *tp = oldtn->parent;
-	struct node *n = NULL;
+	uintptr_t s = 0, ns;
+	unsigned long i;
 
-	for (unsigned long i = child_length(&oldtn->n); !n && i;)
-		n = child_get(oldtn, --i);
-	node_set_parent(n, tp);
-	put_child_root(t, tp, oldtn->n.key, n);
+	for (i = child_length(&oldtn->n); !s && i;)
+		s = slot_writer(oldtn->child[--i]);
+	ns = s;
+	if (slot_inline(s) && (!tp || inline_plen(s) + tp->n.pos > KEYLEN)) {
+		ns = leaf_materialize(t, s, inline_key(oldtn, i));
+		if (!ns)
+			return tp;
+	}
+	if (slot_bits(s))
+		node_set_parent(slot_node(s), tp);
+	put_slot_root(t, tp, oldtn->n.key, ns, ns ? slot_slen(ns) : 0);
+	if (ns != s)
+		inline_gone(t, tp, s, ns, inline_key(oldtn, i));
 	node_retire(t, &oldtn->n);
 	return tp;
 }
@@ -1356,6 +1768,7 @@ struct rebuild {
 	TKEY *key;           /* their keys */
 	uint8_t *slen;       /* their slens */
 	uint8_t *diff;       /* diff[i]: the highest bit where key[i] and key[i + 1] differ */
+	uint8_t *made_leaf;  /* made_leaf[i]: leaf i was inline, slot[i] is its own leaf now */
 	uintptr_t *old;      /* the old internal nodes' slots, to retire */
 	size_t n_leaf, n_tn; /* collected so far */
 	/* The building thread's: where its nodes come from (NULL: the writer's mem), how many. */
@@ -1395,6 +1808,9 @@ static bool rebuild_collect(struct rebuild *rb, uintptr_t s)
 		}
 		if (rb->n_leaf == rb->n)
 			return false;
+		/* An inline leaf's key is known here; a leaf's is read from it (rebuild()). */
+		if (slot_inline(c))
+			rb->key[rb->n_leaf] = inline_key(tn, i);
 		rb->slen[rb->n_leaf] = child_slen(tn)[i];
 		rb->slot[rb->n_leaf++] = c;
 	}
@@ -1454,6 +1870,26 @@ static bool rebuild_children(struct rebuild *rb, struct tnode *tn, size_t lo, si
 		if (c - a == 1) {
 			s = rb->slot[a];
 			slen = rb->slen[a];
+			if (slot_inline(s) && inline_plen(s) + pos > KEYLEN) {
+				/* It may not stay inline here: a leaf of its own (see rebuild()).
+				 */
+				struct leaf *l =
+					rb->arena ? node_fits(rb->t, MEM_LEAF,
+							      mem_arena_alloc(rb->arena, MEM_LEAF,
+									      leaf_size(1)),
+							      leaf_size(1))
+						  : leaf_new(rb->t, rb->key[a], 1);
+
+				if (!l)
+					return false;
+				l->n = (struct node){ .key = rb->key[a],
+						      .slen = (uint8_t)slen,
+						      .nr = 1 };
+				l->r[0] = *inline_route(s);
+				s = node_slot(&l->n);
+				rb->slot[a] = s;
+				rb->made_leaf[a] = 1;
+			}
 		} else {
 			struct tnode *in = rebuild_node(rb, tn, a, c);
 
@@ -1586,7 +2022,7 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 static bool rebuild(struct TRIE *t)
 {
 	struct rebuild rb = { .t = t, .n = t->nr_leaves, .n_old = t->nr_tnodes };
-	size_t per = sizeof(TKEY) + sizeof(uintptr_t) + 2, len;
+	size_t per = sizeof(TKEY) + sizeof(uintptr_t) + 3, len;
 	uintptr_t old = t->root;
 	struct tnode *root;
 	void *mem;
@@ -1611,6 +2047,7 @@ static bool rebuild(struct TRIE *t)
 	rb.key = (TKEY *)(rb.old + rb.n_old);
 	rb.slen = (uint8_t *)(rb.key + rb.n);
 	rb.diff = rb.slen + rb.n;
+	rb.made_leaf = rb.diff + rb.n;
 	if (!rebuild_collect(&rb, old) || rb.n_leaf != rb.n) {
 		munmap(mem, len);
 		return false;
@@ -1619,11 +2056,20 @@ static bool rebuild(struct TRIE *t)
 		/* The leaves are far apart after a shuffled load: keep a few reads in flight. */
 		if (i + 8 < rb.n)
 			__builtin_prefetch(slot_node(rb.slot[i + 8]));
-		rb.key[i] = slot_node(rb.slot[i])->key;
+		if (!slot_inline(rb.slot[i]))
+			rb.key[i] = slot_node(rb.slot[i])->key;
 		if (i)
 			rb.diff[i - 1] = (uint8_t)key_fls(rb.key[i - 1] ^ rb.key[i]);
 	}
 	root = rebuild_node(&rb, NULL, 0, rb.n);
+	/*
+	 * The inline leaves that a node with a larger pos took have leaves of
+	 * their own: once published, their shared routes lose them (the old
+	 * nodes, which readers may be in, are retired); else the leaves go.
+	 */
+	for (size_t i = 0; !root && i < rb.n; i++)
+		if (rb.made_leaf[i])
+			mem_free(t->mem, MEM_LEAF, slot_node(rb.slot[i]), leaf_size(1));
 	if (root) {
 		STAT_ADD(t->nr_tnodes, rb.made);
 		put_child_root(t, NULL, root->n.key, &root->n);
@@ -1633,6 +2079,9 @@ static bool rebuild(struct TRIE *t)
 			reclaim_retire(t->rc, slot_node(rb.old[i]),
 				       tnode_size(slot_bits(rb.old[i])), MEM_TNODE);
 		}
+		for (size_t i = 0; i < rb.n; i++)
+			if (rb.made_leaf[i])
+				shared_put(t, &node_leaf(slot_node(rb.slot[i]))->r[0]);
 	}
 	munmap(mem, len);
 	return root != NULL;
@@ -1759,36 +2208,43 @@ static inline size_t fb_bytes(const struct root_fb *fb)
 }
 
 /* Writer: the length of the shortest prefix of @l a fallback of @root can name, or -1. */
-static int fb_plen(const struct tnode *root, const struct leaf *l)
+static int fb_plen(const struct tnode *root, const struct lview *l)
 {
 	unsigned int plen;
 
 	if (!l)
 		return -1;
-	plen = l->r[l->n.nr - 1].plen;
+	plen = l->r[l->nr - 1].plen;
 	return plen + root->n.pos <= KEYLEN ? (int)plen : -1;
 }
 
 /* Writer: the length of the longest prefix of @l a fallback of @root can name, or -1. */
-static int fb_longest(const struct tnode *root, const struct leaf *l)
+static int fb_longest(const struct tnode *root, const struct lview *l)
 {
-	for (unsigned int i = 0; l && i < l->n.nr; i++)
+	for (unsigned int i = 0; l && i < l->nr; i++)
 		if (l->r[i].plen + root->n.pos <= KEYLEN)
 			return l->r[i].plen;
 	return -1;
 }
 
-/* Writer: the leaf of exactly @key, or NULL. */
-static const struct leaf *leaf_exact(const struct TRIE *t, TKEY key)
+/* Writer: the leaf of exactly @key in *@v; false if there is none. */
+static bool leaf_exact(const struct TRIE *t, TKEY key, struct lview *v)
 {
-	const struct node *n = slot_node(t->root);
+	uintptr_t s = t->root;
 
-	while (n && !(get_cindex(key, n) >> n->bits)) {
-		if (node_is_leaf(n))
-			return node_leaf(n);
-		n = child_get(node_tnode(n), get_index(key, n));
+	while (slot_bits(s)) {
+		const struct tnode *tn = node_tnode(slot_node(s));
+		TKEY index = get_cindex(key, &tn->n);
+
+		if (index >> tn->n.bits)
+			return false;
+		if (!lv_child(v, tn, (unsigned long)index)) {
+			s = slot_writer(tn->child[(unsigned long)index]);
+			continue;
+		}
+		return v->key == key;
 	}
-	return NULL;
+	return lv_set(v, s, 0) && v->key == key;
 }
 
 /*
@@ -1796,20 +2252,26 @@ static const struct leaf *leaf_exact(const struct TRIE *t, TKEY key)
  * prefix a fallback can name: it is at the end of j's child-0 chain, and
  * only where the slen copies show a suffix as long as the root's pos.
  */
-static const struct leaf *fb_leaf_at(const struct tnode *root, unsigned long j)
+static const struct lview *fb_leaf_at(const struct tnode *root, unsigned long j, struct lview *v)
 {
 	TKEY key = root->n.key | (TKEY)j << root->n.pos;
-	const struct node *n;
+	const struct tnode *tn = root;
+	unsigned long i = j;
+	uintptr_t s;
 
 	if (child_slen(root)[j] < root->n.pos)
 		return NULL;
-	n = child_get(root, j);
-	while (n && !node_is_leaf(n)) {
+	s = slot_writer(root->child[j]);
+	while (slot_bits(s)) {
+		const struct node *n = slot_node(s);
+
 		if (n->slen < root->n.pos || (get_cindex(key, n) >> n->bits))
 			return NULL;
-		n = child_get(node_tnode(n), 0);
+		tn = node_tnode(n);
+		i = 0;
+		s = slot_writer(tn->child[0]);
 	}
-	return n && n->key == key && fb_plen(root, node_leaf(n)) >= 0 ? node_leaf(n) : NULL;
+	return lv_set(v, s, inline_key(tn, i)) && v->key == key && fb_plen(root, v) >= 0 ? v : NULL;
 }
 
 /* Writer: children of @root a prefix of @plen covers (a power of two), capped at all of them. */
@@ -1821,10 +2283,10 @@ static unsigned long fb_span(const struct tnode *root, unsigned int plen)
 }
 
 /* Writer: the first route of @l whose prefix covers all of child @j of @root (there is one). */
-static const struct fib_route *fb_route(const struct tnode *root, const struct leaf *l,
+static const struct fib_route *fb_route(const struct tnode *root, const struct lview *l,
 					unsigned long j)
 {
-	TKEY x = (root->n.key | (TKEY)j << root->n.pos) ^ l->n.key;
+	TKEY x = (root->n.key | (TKEY)j << root->n.pos) ^ l->key;
 	unsigned int i = 0;
 
 	while (l->r[i].plen + root->n.pos > KEYLEN || key_shr(x, KEYLEN - l->r[i].plen))
@@ -1844,9 +2306,9 @@ struct fb_open {
  * the longer nest above.
  */
 static void fb_open_leaf(struct fb_open *st, int *sp, const struct tnode *tn, unsigned long j,
-			 const struct leaf *l)
+			 const struct lview *l)
 {
-	for (unsigned int i = l ? l->n.nr : 0; i-- > 0;) {
+	for (unsigned int i = l ? l->nr : 0; i-- > 0;) {
 		unsigned int plen = l->r[i].plen;
 
 		if (plen + tn->n.pos > KEYLEN)
@@ -1866,7 +2328,7 @@ static inline void fb_top(const struct fb_open *st, int sp, unsigned long *end, 
 
 static inline __attribute__((always_inline)) void
 answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned long hi,
-		const struct leaf *outer, unsigned int shadow, bool fresh)
+		const struct lview *outer, unsigned int shadow, bool fresh)
 {
 	bool full = fb && fb->in_slots;
 	unsigned int pos = tn->n.pos;
@@ -1885,7 +2347,8 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
 	for (unsigned long j = lo; j < hi; j++) {
 		uintptr_t s = slot_writer(child[j]);
 		unsigned int sl = slens[j], plen = KEYLEN - sl;
-		const struct leaf *l;
+		const struct lview *l;
+		struct lview lv;
 
 		if (j >= end) {
 			do
@@ -1896,7 +2359,8 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
 		if (s && !slot_bits(s) && slot_leaf_plen1(s) - 1 == plen) {
 			/*
 			 * A leaf of one prefix length (its longest, in its slot, is its
-			 * shortest, in the slen copy): its first route, without a read.
+			 * shortest, in the slen copy), or inline: its first route,
+			 * without a read (slot_answer()).
 			 */
 			if (plen + pos <= KEYLEN) {
 				if (plen > shadow) {
@@ -1904,7 +2368,7 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
 					continue;
 				}
 				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
-							     .r = &node_leaf(slot_node(s))->r[0] };
+							     .r = slot_answer(s) };
 				fb_top(st, sp, &end, &v);
 			}
 		} else if (fb || sl > pos) {
@@ -1913,7 +2377,7 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
 			 * prefix covering a whole child; only the fallbacks name one
 			 * that covers just its own child (the slen copy tells).
 			 */
-			l = fb_leaf_at(tn, j);
+			l = fb_leaf_at(tn, j, &lv);
 			if (l && (unsigned int)fb_plen(tn, l) > shadow) {
 				j += fb_span(tn, (unsigned int)fb_plen(tn, l)) - 1;
 				continue;
@@ -1947,7 +2411,7 @@ answers_fill_in(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned
  * range is skipped: what is there stays right (KEYLEN: nothing skipped).
  */
 static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo, unsigned long hi,
-			 const struct leaf *outer, unsigned int shadow)
+			 const struct lview *outer, unsigned int shadow)
 {
 	answers_fill_in(tn, fb, lo, hi, outer, shadow, false);
 }
@@ -1958,13 +2422,13 @@ static void answers_fill(struct tnode *tn, struct root_fb *fb, unsigned long lo,
  * Such a child's index is lo with some of its low set bits cleared; the
  * nearest one with a prefix that reaches lo holds the longest.
  */
-static const struct leaf *node_outer(const struct tnode *tn, unsigned long lo)
+static const struct lview *node_outer(const struct tnode *tn, unsigned long lo, struct lview *v)
 {
 	for (unsigned long j = lo & (lo - 1);; j &= j - 1) {
-		const struct leaf *l =
-			j < lo && child_slen(tn)[j] > tn->n.pos ? fb_leaf_at(tn, j) : NULL;
+		const struct lview *l =
+			j < lo && child_slen(tn)[j] > tn->n.pos ? fb_leaf_at(tn, j, v) : NULL;
 
-		for (unsigned int i = 0; l && i < l->n.nr; i++)
+		for (unsigned int i = 0; l && i < l->nr; i++)
 			if (l->r[i].plen + tn->n.pos <= KEYLEN &&
 			    lo - j < fb_span(tn, l->r[i].plen))
 				return l;
@@ -2004,7 +2468,7 @@ static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t l
 		return;
 	for (size_t a = lo, c;; a = c) {
 		unsigned long next = a < hi ? get_index(rb->key[a], &tn->n) : size;
-		const struct leaf *l;
+		struct lview l;
 		unsigned int plen;
 
 		/* The empty children before the next group (new, so their slots are 0). */
@@ -2030,14 +2494,17 @@ static void rebuild_answers(const struct rebuild *rb, struct tnode *tn, size_t l
 		while (sp && st[sp - 1].end <= j)
 			sp--;
 		if (rb->slen[a] >= pos) {
-			l = node_leaf(slot_node(rb->slot[a]));
 			plen = KEYLEN - rb->slen[a];
-			/* One prefix length (the slot has its longest, the slen its shortest). */
+			/*
+			 * One prefix length (the slot has its longest, the slen its
+			 * shortest), or inline.
+			 */
 			if (slot_leaf_plen1(rb->slot[a]) - 1 == plen) {
 				st[sp++] = (struct fb_open){ .end = j + fb_span(tn, plen),
-							     .r = &l->r[0] };
+							     .r = slot_answer(rb->slot[a]) };
 			} else {
-				fb_open_leaf(st, &sp, tn, j, l);
+				lv_set(&l, rb->slot[a], rb->key[a]);
+				fb_open_leaf(st, &sp, tn, j, &l);
 			}
 		}
 		j++;
@@ -2049,10 +2516,12 @@ static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j)
 {
 	struct root_fb *fb = t->fb;
 
+	struct lview v;
+
 	if (fb && tn == fb->root && fb->routes)
 		answer_set(tn, j, fb->route[j], fb->in_slots);
 	else
-		answers_fill(tn, fb && tn == fb->root ? fb : NULL, j, j + 1, node_outer(tn, j),
+		answers_fill(tn, fb && tn == fb->root ? fb : NULL, j, j + 1, node_outer(tn, j, &v),
 			     KEYLEN);
 }
 
@@ -2062,13 +2531,12 @@ static void answer_refill(struct TRIE *t, struct tnode *tn, unsigned long j)
  * the first to hold a route of length <= q (a shorter one on another key
  * would have that key's bits at q clear, and so be that leaf's).
  */
-static const struct leaf *fb_outer(const struct TRIE *t, TKEY key, unsigned int plen)
+static const struct lview *fb_outer(const struct TRIE *t, TKEY key, unsigned int plen,
+				    struct lview *v)
 {
 	for (unsigned int q = plen; q-- > 0;) {
-		const struct leaf *l = leaf_exact(t, key_mask_low(key, KEYLEN - q));
-
-		if (l && l->r[l->n.nr - 1].plen <= q)
-			return l;
+		if (leaf_exact(t, key_mask_low(key, KEYLEN - q), v) && v->r[v->nr - 1].plen <= q)
+			return v;
 	}
 	return NULL;
 }
@@ -2124,13 +2592,14 @@ static void fb_drop(struct TRIE *t)
  * be NULL) and before @old is retired: the entries they can be named in
  * are set again.
  */
-static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct leaf *l)
+static void fb_leaf_changed(struct TRIE *t, const struct lview *old, const struct lview *l)
 {
 	struct root_fb *fb = t->fb;
 	int po, pl, p;
 	unsigned int shadow;
 	TKEY key;
 	unsigned long lo;
+	struct lview outer;
 
 	if (!fb)
 		return;
@@ -2142,10 +2611,10 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
 	shadow = (unsigned int)(fb_longest(fb->root, old) > fb_longest(fb->root, l)
 					? fb_longest(fb->root, old)
 					: fb_longest(fb->root, l));
-	key = (old ? old : l)->n.key;
+	key = (old ? old : l)->key;
 	lo = get_index(key, &fb->root->n);
 	answers_fill(fb->root, fb, lo, lo + fb_span(fb->root, (unsigned int)p),
-		     fb_outer(t, key, (unsigned int)p), shadow);
+		     fb_outer(t, key, (unsigned int)p, &outer), shadow);
 }
 
 /*
@@ -2156,10 +2625,11 @@ static void fb_leaf_changed(struct TRIE *t, const struct leaf *old, const struct
  * neither leaf holds a prefix that covers that much, none above can name
  * one (most leaves stop at tp, and tp's parent is not read).
  */
-static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct leaf *old,
-				 const struct leaf *l)
+static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct lview *old,
+				 const struct lview *l)
 {
-	TKEY key = (old ? old : l)->n.key;
+	TKEY key = (old ? old : l)->key;
+	struct lview outer;
 
 	fb_leaf_changed(t, old, l);
 	for (struct tnode *a = tp; a && !(t->fb && a == t->fb->root); a = a->parent) {
@@ -2174,7 +2644,7 @@ static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct 
 		if (fb_span(a, (unsigned int)p) > 1) {
 			lo = get_index(key, &a->n);
 			answers_fill(a, NULL, lo, lo + fb_span(a, (unsigned int)p),
-				     node_outer(a, lo), (unsigned int)(so > sl ? so : sl));
+				     node_outer(a, lo, &outer), (unsigned int)(so > sl ? so : sl));
 		}
 		/* The parent's pos is at least a's pos + bits: stop without reading it. */
 		if ((unsigned int)p + a->n.pos + a->n.bits > KEYLEN)
@@ -2185,39 +2655,38 @@ static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct 
 /* ------------------------------------------------------------- updates */
 
 /*
- * Writer. The leaf with exactly @key, or NULL; *@tpp is the last internal
- * node on the path (NULL when the root slot itself holds the answer), and
- * *@walk the internal nodes walked down.
+ * Writer. The leaf with exactly @key in *@v (false: none); *@tpp is the
+ * last internal node on the path (NULL when the root slot itself holds
+ * the answer), and *@walk the internal nodes walked down.
  */
-static struct leaf *find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp,
-			      unsigned int *walk)
+static bool find_leaf(const struct TRIE *t, TKEY key, struct tnode **tpp, unsigned int *walk,
+		      struct lview *v)
 {
 	struct tnode *tp = NULL;
-	struct node *n = slot_node(t->root);
+	uintptr_t s = t->root;
+	unsigned long i = 0;
 
 	/* In bulk mode, climb from the finger to the first node that holds @key. */
 	for (struct tnode *f = t->finger; f; f = f->parent) {
 		if (!(get_cindex(key, &f->n) >> f->n.bits)) {
-			n = &f->n;
+			s = node_slot(&f->n);
 			break;
 		}
 	}
 
-	while (n) {
-		TKEY index = get_cindex(key, n);
+	while (slot_bits(s)) {
+		struct tnode *tn = node_tnode(slot_node(s));
+		TKEY index = get_cindex(key, &tn->n);
 
-		if (index >> n->bits)
+		if (index >> tn->n.bits)
 			break;
-		if (node_is_leaf(n)) {
-			*tpp = tp;
-			return node_leaf(n);
-		}
-		tp = node_tnode(n);
-		n = child_get(tp, (unsigned long)index);
+		tp = tn;
+		i = (unsigned long)index;
+		s = slot_writer(tn->child[i]);
 		(*walk)++;
 	}
 	*tpp = tp;
-	return NULL;
+	return !slot_bits(s) && lv_set(v, s, tp ? inline_key(tp, i) : 0) && v->key == key;
 }
 
 /* Bulk mode, and its input sorted so far: resizes wait for its end (see BULK_UNSORTED_MIN). */
@@ -2245,13 +2714,54 @@ static bool bulk_note_order(struct TRIE *t, TKEY key)
 	return true;
 }
 
-/* Publishes the new leaf @l where no leaf of its key exists; @tp and @walk from find_leaf(). */
-static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigned int walk)
+/*
+ * Writer: the slot @s moves into a new node of pos @pos: an inline slot
+ * for it if it is a leaf of one route that may be inline there (the split
+ * of leaf_insert() gives a leaf alone under a node a parent with a lower
+ * pos), else @s. Its old leaf stays until leaf_went_inline().
+ */
+static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int pos)
 {
-	TKEY key = l->n.key;
-	struct node *n = tp ? child_get(tp, get_index(key, &tp->n)) : slot_node(t->root);
+	const struct leaf *l;
+	const struct fib_route *sr;
 
-	if (n) {
+	if (slot_bits(s) || slot_inline(s))
+		return s;
+	l = node_leaf(slot_node(s));
+	if (l->n.nr != 1 || l->r[0].plen + pos > KEYLEN)
+		return s;
+	sr = shared_get(t, &l->r[0]);
+	return sr ? inline_slot(sr) : s;
+}
+
+/*
+ * Writer: the leaf of slot @s is inline in slot @ns now, published under
+ * @tp: the answers that named its route name the shared one, and the leaf
+ * is retired.
+ */
+static void leaf_went_inline(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns)
+{
+	struct lview old, l;
+
+	lv_set(&old, s, 0);
+	lv_set(&l, ns, old.key);
+	answers_leaf_changed(t, tp, &old, &l);
+	node_retire(t, slot_node(s));
+}
+
+/*
+ * Publishes a new leaf of @key with the routes @r[@nr] where no leaf of its
+ * key exists; @tp and @walk from find_leaf().
+ */
+static int leaf_insert(struct TRIE *t, struct tnode *tp, TKEY key, const struct fib_route *r,
+		       unsigned int nr, unsigned int walk)
+{
+	unsigned long idx = tp ? get_index(key, &tp->n) : 0;
+	uintptr_t s = tp ? slot_writer(tp->child[idx]) : t->root, ns;
+	unsigned int slen = KEYLEN - r[nr - 1].plen;
+	struct lview l;
+
+	if (s) {
 		/*
 		 * Something else sits in the slot: a new node splits at the first
 		 * differing bit. Between two leaves, one of 1 bit would inflate at
@@ -2270,10 +2780,12 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 		 * up, as many as fit under the parent, so that the sorted keys
 		 * after them find a slot free instead of a node each.
 		 */
-		unsigned int pos = key_fls(key ^ n->key), bits = 1;
+		TKEY nkey = slot_inline(s) ? inline_key(tp, idx) : slot_node(s)->key;
+		unsigned int pos = key_fls(key ^ nkey), bits = 1;
 		struct tnode *tn;
+		uintptr_t moved;
 
-		if (pos && node_is_leaf(n) && !bulk_lazy(t)) {
+		if (pos && !slot_bits(s) && !bulk_lazy(t)) {
 			pos--;
 			bits = 2;
 		} else if (bulk_lazy(t) && bulk_rebuilds(t)) {
@@ -2282,22 +2794,34 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 			bits = top - pos < BULK_NODE_BITS ? top - pos : BULK_NODE_BITS;
 		}
 		tn = tnode_new(t, key, pos, bits);
-
 		if (!tn)
 			return -ENOMEM;
+		ns = leaf_make(t, key, r, nr, tn->n.pos);
+		if (!ns) {
+			node_free_unpublished(t, &tn->n);
+			return -ENOMEM;
+		}
 		tn->parent = tp;
-		fill_node(tn, get_index(n->key, &tn->n), n);
-		fill_node(tn, get_index(key, &tn->n), &l->n);
+		moved = leaf_to_inline(t, s, tn->n.pos);
+		fill_slot(tn, get_index(nkey, &tn->n), moved, slot_slen(s));
+		fill_slot(tn, get_index(key, &tn->n), ns, slen);
 		answers_new(tn);
-		node_set_parent(n, tn);
+		if (slot_bits(s))
+			node_set_parent(slot_node(s), tn);
 		node_push_suffix(tp, tn->n.slen);
 		put_child_root(t, tp, key, &tn->n);
+		if (moved != s)
+			leaf_went_inline(t, tn, s, moved);
 		tp = tn;
 	} else {
-		node_push_suffix(tp, l->n.slen);
-		put_child_root(t, tp, key, &l->n);
+		ns = leaf_make(t, key, r, nr, tp ? tp->n.pos : KEYLEN + 1);
+		if (!ns)
+			return -ENOMEM;
+		node_push_suffix(tp, slen);
+		put_slot_root(t, tp, key, ns, slen);
 	}
-	answers_leaf_changed(t, tp, NULL, l);
+	lv_set(&l, ns, key);
+	answers_leaf_changed(t, tp, NULL, &l);
 	STAT_ADD(t->nr_leaves, 1);
 	if (bulk_lazy(t)) {
 		t->bulk_leaves++;
@@ -2315,25 +2839,33 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, struct leaf *l, unsigne
 	return 0;
 }
 
-static void leaf_replace(struct TRIE *t, struct tnode *tp, struct leaf *old, struct leaf *l)
+/* Replaces the leaf @old under @tp by one with the routes @r[@nr]. */
+static int leaf_replace(struct TRIE *t, struct tnode *tp, const struct lview *old,
+			const struct fib_route *r, unsigned int nr)
 {
-	unsigned int old_slen = old->n.slen;
+	unsigned int old_slen = lv_slen(old), slen = KEYLEN - r[nr - 1].plen;
+	uintptr_t ns = leaf_make(t, old->key, r, nr, tp ? tp->n.pos : KEYLEN + 1);
+	struct lview l;
 
-	node_push_suffix(tp, l->n.slen);
-	put_child_root(t, tp, l->n.key, &l->n);
-	answers_leaf_changed(t, tp, old, l);
-	node_retire(t, &old->n);
-	if (l->n.slen < old_slen)
+	if (!ns)
+		return -ENOMEM;
+	lv_set(&l, ns, old->key);
+	node_push_suffix(tp, slen);
+	put_slot_root(t, tp, old->key, ns, slen);
+	answers_leaf_changed(t, tp, old, &l);
+	leaf_slot_retire(t, old->slot);
+	if (slen < old_slen)
 		node_pull_suffix(tp, old_slen);
+	return 0;
 }
 
-static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
+static void leaf_remove(struct TRIE *t, struct tnode *tp, const struct lview *l)
 {
-	unsigned int old_slen = l->n.slen;
+	unsigned int old_slen = lv_slen(l);
 
-	put_child_root(t, tp, l->n.key, NULL);
+	put_slot_root(t, tp, l->key, 0, 0);
 	answers_leaf_changed(t, tp, l, NULL);
-	node_retire(t, &l->n);
+	leaf_slot_retire(t, l->slot);
 	STAT_ADD(t->nr_leaves, -1);
 	node_pull_suffix(tp, old_slen);
 	if (!bulk_lazy(t))
@@ -2341,7 +2873,7 @@ static void leaf_remove(struct TRIE *t, struct tnode *tp, struct leaf *l)
 }
 
 /* The routes of @l with prefix length @plen are l->r[*lo .. *hi). */
-static void leaf_run(const struct leaf *l, unsigned int plen, unsigned int *lo, unsigned int *hi)
+static void leaf_run(const struct lview *l, unsigned int plen, unsigned int *lo, unsigned int *hi)
 {
 	unsigned int i = 0;
 
@@ -2349,28 +2881,29 @@ static void leaf_run(const struct leaf *l, unsigned int plen, unsigned int *lo, 
 		*lo = *hi = 0;
 		return;
 	}
-	while (i < l->n.nr && l->r[i].plen > plen)
+	while (i < l->nr && l->r[i].plen > plen)
 		i++;
 	*lo = i;
-	while (i < l->n.nr && l->r[i].plen == plen)
+	while (i < l->nr && l->r[i].plen == plen)
 		i++;
 	*hi = i;
 }
 
 static int edit_leaf(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *fn, void *ctx)
 {
-	struct fib_route run[TRIE_LEAF_MAX];
+	struct fib_route run[TRIE_LEAF_MAX], all[TRIE_LEAF_MAX];
 	struct tnode *tp;
-	struct leaf *old, *l;
+	struct lview old, *po = NULL;
 	unsigned int lo, hi, nr_old, nr_new, nr, walk = 0;
 	int ret;
 
 	if (key_has_host_bits(key, plen))
 		return -EINVAL;
-	old = find_leaf(t, key, &tp, &walk);
-	leaf_run(old, plen, &lo, &hi);
-	nr_old = old ? old->n.nr : 0;
-	ret = fn(ctx, old ? &old->r[lo] : NULL, hi - lo, run, TRIE_LEAF_MAX - (nr_old - (hi - lo)));
+	if (find_leaf(t, key, &tp, &walk, &old))
+		po = &old;
+	leaf_run(po, plen, &lo, &hi);
+	nr_old = po ? old.nr : 0;
+	ret = fn(ctx, po ? &old.r[lo] : NULL, hi - lo, run, TRIE_LEAF_MAX - (nr_old - (hi - lo)));
 	if (ret < 0)
 		return ret;
 	nr_new = (unsigned int)ret;
@@ -2380,33 +2913,22 @@ static int edit_leaf(struct TRIE *t, TKEY key, unsigned int plen, trie_edit_fn *
 	for (unsigned int i = 0; i < nr_new; i++)
 		run[i].plen = (uint8_t)plen;
 	/* Nothing new, nothing to publish. */
-	if (nr_new == hi - lo && (!nr_new || !memcmp(run, &old->r[lo], nr_new * sizeof(run[0]))))
+	if (nr_new == hi - lo && (!nr_new || !memcmp(run, &old.r[lo], nr_new * sizeof(run[0]))))
 		return 0;
 	if (nr == 0) {
-		leaf_remove(t, tp, old);
+		leaf_remove(t, tp, po);
 		STAT_ADD(t->nr_routes, -(uint64_t)nr_old);
 		return 0;
 	}
 
-	l = leaf_new(t, key, nr);
-	if (!l)
-		return -ENOMEM;
-	if (old)
-		memcpy(l->r, old->r, lo * sizeof(l->r[0]));
-	memcpy(l->r + lo, run, nr_new * sizeof(l->r[0]));
-	if (old)
-		memcpy(l->r + lo + nr_new, old->r + hi, (nr_old - hi) * sizeof(l->r[0]));
-	l->n.slen = (uint8_t)(KEYLEN - l->r[nr - 1].plen);
-
-	if (old) {
-		leaf_replace(t, tp, old, l);
-	} else {
-		ret = leaf_insert(t, tp, l, walk);
-		if (ret < 0) {
-			node_free_unpublished(t, &l->n);
-			return ret;
-		}
-	}
+	if (po)
+		memcpy(all, old.r, lo * sizeof(all[0]));
+	memcpy(all + lo, run, nr_new * sizeof(all[0]));
+	if (po)
+		memcpy(all + lo + nr_new, old.r + hi, (nr_old - hi) * sizeof(all[0]));
+	ret = po ? leaf_replace(t, tp, po, all, nr) : leaf_insert(t, tp, key, all, nr, walk);
+	if (ret < 0)
+		return ret;
 	STAT_ADD(t->nr_routes, (uint64_t)nr - nr_old);
 	return 0;
 }
@@ -2510,6 +3032,22 @@ static inline enum tail_step tail_visit(TKEY key, const struct node *n, const st
 	return *r ? TAIL_FOUND : TAIL_BACKTRACK;
 }
 
+/*
+ * Reader: the node in slot @s, child @i of @tn, to visit next; NULL for
+ * none, or for an inline leaf, whose route goes to *@r if it covers @key
+ * (a leaf's visit, without the leaf).
+ */
+static inline const struct node *slot_visit(uintptr_t s, const struct tnode *tn, unsigned long i,
+					    TKEY key, const struct fib_route **r)
+{
+	if (slot_inline(s)) {
+		if (inline_covers(s, tn, i, key))
+			*r = inline_route(s);
+		return NULL;
+	}
+	return slot_node(s);
+}
+
 /* Reader: the answer from entry @i of the root's fallbacks (for a key fb_for() accepts). */
 static inline const struct fib_route *fb_match(const struct root_fb *fb, unsigned long i)
 {
@@ -2558,7 +3096,10 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 				return r;
 			if (step == TAIL_DESCEND) {
 				TRIE_READ(TRIE_READ_TAIL);
-				n = child_rcu(node_tnode(n), 0);
+				n = slot_visit(slot_load(&node_tnode(n)->child[0]), node_tnode(n),
+					       0, key, &r);
+				if (r)
+					return r;
 				continue;
 			}
 		}
@@ -2575,7 +3116,9 @@ static const struct fib_route *lookup_tail(TKEY key, const struct node *n, const
 			return fb_match(fb, cindex);
 		}
 		TRIE_READ(TRIE_READ_TAIL);
-		n = slot_node(slot_load(slot));
+		n = slot_visit(slot_load(slot), pn, cindex, key, &r);
+		if (r)
+			return r;
 	}
 }
 
@@ -2585,6 +3128,7 @@ static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 {
 	const struct tnode *pn = NULL;
 	unsigned long cindex = 0;
+	const struct fib_route *r = NULL;
 
 	/* Step 1: descend while the key is inside the node. */
 	while (n) {
@@ -2600,7 +3144,10 @@ static const struct fib_route *lookup_full_at(const struct node *n, TKEY key,
 			cindex = (unsigned long)index;
 		}
 		TRIE_READ(TRIE_READ_TAIL);
-		n = child_rcu(node_tnode(n), (unsigned long)index);
+		n = slot_visit(slot_load(&node_tnode(n)->child[(unsigned long)index]),
+			       node_tnode(n), (unsigned long)index, key, &r);
+		if (r)
+			return r;
 	}
 	return lookup_tail(key, n, pn, cindex, fb);
 }
@@ -2753,6 +3300,7 @@ struct lane {
 	const struct tnode *pn;
 	unsigned long cindex;
 	const uintptr_t *slot;
+	const struct tnode *sn; /* the node whose child slot is */
 	enum lane_phase phase;
 };
 
@@ -2798,13 +3346,20 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 			l->cindex = (unsigned long)index;
 		}
 		l->slot = &node_tnode(x)->child[(unsigned long)index];
+		l->sn = node_tnode(x);
 		l->phase = LANE_DESC_SLOT;
 		TRIE_READ(TRIE_READ_TAIL);
 		__builtin_prefetch(l->slot);
 		return false;
 	case LANE_DESC_SLOT:
 	case LANE_TAIL_SLOT:
-		x = slot_node(slot_load(l->slot));
+		*res = NULL;
+		x = slot_visit(slot_load(l->slot), l->sn, (unsigned long)(l->slot - l->sn->child),
+			       key, res);
+		if (*res) {
+			l->phase = LANE_DONE;
+			return true;
+		}
 		if (x) {
 			l->n = x;
 			l->phase = l->phase == LANE_DESC_SLOT ? LANE_DESC_NODE : LANE_TAIL_NODE;
@@ -2824,6 +3379,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 			return true;
 		case TAIL_DESCEND:
 			l->slot = &node_tnode(l->n)->child[0];
+			l->sn = node_tnode(l->n);
 			l->phase = LANE_TAIL_SLOT;
 			TRIE_READ(TRIE_READ_TAIL);
 			__builtin_prefetch(l->slot);
@@ -2852,6 +3408,7 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 		l->phase = LANE_DONE;
 		return true;
 	}
+	l->sn = l->pn;
 	l->phase = LANE_TAIL_SLOT;
 	TRIE_READ(TRIE_READ_TAIL);
 	__builtin_prefetch(l->slot);
@@ -3156,27 +3713,46 @@ void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fi
 const struct fib_route *TN(find_rcu)(const struct TRIE *t, TKEY key, unsigned int plen,
 				     unsigned int *nr)
 {
-	const struct node *n = slot_node(slot_load(&t->root));
+	uintptr_t s = slot_load(&t->root);
+	const struct tnode *tn = NULL;
+	unsigned long i = 0;
 	const struct leaf *l;
 	unsigned int lo, hi;
+	struct lview v;
 
-	while (n) {
-		TKEY index = get_cindex(key, n);
+	while (slot_bits(s)) {
+		TKEY index;
 
-		if (index >> n->bits)
+		tn = node_tnode(slot_node(s));
+		index = get_cindex(key, &tn->n);
+		if (index >> tn->n.bits)
 			return NULL;
-		if (node_is_leaf(n))
-			break;
-		n = child_rcu(node_tnode(n), (unsigned long)index);
+		i = (unsigned long)index;
+		s = slot_load(&tn->child[i]);
 	}
-	if (!n || plen > KEYLEN)
+	if (plen > KEYLEN || !s || ((s & SLOT_ROUTE) && !slot_pos(s)))
 		return NULL;
-	l = node_leaf(n);
-	leaf_run(l, plen, &lo, &hi);
+	if (slot_inline(s)) {
+		if (inline_key(tn, i) != key || inline_plen(s) != plen)
+			return NULL;
+		*nr = 1;
+		return inline_route(s);
+	}
+	l = node_leaf(slot_node(s));
+	if (l->n.key != key)
+		return NULL;
+	v = (struct lview){ .key = key, .nr = l->n.nr, .r = l->r };
+	leaf_run(&v, plen, &lo, &hi);
 	if (lo == hi)
 		return NULL;
 	*nr = hi - lo;
 	return &l->r[lo];
+}
+
+/* Reader: whether the slot @s holds a leaf (of its own, or inline). */
+static inline bool slot_leaf(uintptr_t s)
+{
+	return s && !slot_bits(s) && (!(s & SLOT_ROUTE) || slot_pos(s));
 }
 
 int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_route **routes,
@@ -3187,17 +3763,22 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 		unsigned long i; /* next child to visit */
 	} st[KEYLEN + 1];
 	int sp = 0;
-	const struct node *n = slot_node(slot_load(&t->root));
+	uintptr_t s = slot_load(&t->root);
+	const struct tnode *tn = NULL; /* the node whose child s is, at index i */
+	unsigned long i = 0;
 
 	/* Descend toward @from, stacking the larger siblings still to visit. */
-	while (n) {
+	while (s) {
+		const struct node *n;
 		TKEY index;
 
-		if (node_is_leaf(n)) {
-			if (n->key >= from)
+		if (!slot_bits(s)) {
+			if (slot_leaf(s) &&
+			    (slot_inline(s) ? inline_key(tn, i) : slot_node(s)->key) >= from)
 				goto found;
 			break;
 		}
+		n = slot_node(s);
 		index = get_cindex(from, n);
 		if (index >> n->bits) {
 			/* @from is outside n: all of n is above it, or all below. */
@@ -3209,29 +3790,37 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 		}
 		st[sp].tn = node_tnode(n);
 		st[sp++].i = (unsigned long)index + 1;
-		n = child_rcu(node_tnode(n), (unsigned long)index);
+		tn = node_tnode(n);
+		i = (unsigned long)index;
+		s = slot_load(&tn->child[i]);
 	}
 	/* The first leaf in what is left, in order. */
 	while (sp > 0) {
-		const struct tnode *tn = st[sp - 1].tn;
-
+		tn = st[sp - 1].tn;
 		if (st[sp - 1].i >= child_length(&tn->n)) {
 			sp--;
 			continue;
 		}
-		n = child_rcu(tn, st[sp - 1].i++);
-		if (!n)
-			continue;
-		if (node_is_leaf(n))
+		i = st[sp - 1].i++;
+		s = slot_load(&tn->child[i]);
+		if (slot_leaf(s))
 			goto found;
-		st[sp].tn = node_tnode(n);
+		if (!slot_bits(s))
+			continue;
+		st[sp].tn = node_tnode(slot_node(s));
 		st[sp++].i = 0;
 	}
 	return -ENOENT;
 found:
-	*key = n->key;
-	*routes = node_leaf(n)->r;
-	*nr = n->nr;
+	if (slot_inline(s)) {
+		*key = inline_key(tn, i);
+		*routes = inline_route(s);
+		*nr = 1;
+	} else {
+		*key = slot_node(s)->key;
+		*routes = node_leaf(slot_node(s))->r;
+		*nr = slot_node(s)->nr;
+	}
 	return 0;
 }
 
@@ -3251,6 +3840,7 @@ struct TRIE *TN(new)(struct mem *m, struct reclaim *rc)
 	return t;
 }
 
+/* Frees the nodes and leaves under @n; inline leaves' routes go with the shared table. */
 static void node_free_tree(struct TRIE *t, struct node *n)
 {
 	if (!n)
@@ -3267,6 +3857,7 @@ void TN(destroy)(struct TRIE *t)
 	if (!t)
 		return;
 	node_free_tree(t, slot_node(t->root));
+	shared_destroy(t);
 	if (t->fb)
 		mem_free(t->mem, MEM_FALLBACK, t->fb, fb_bytes(t->fb));
 	mem_free(t->mem, MEM_TABLE, t, sizeof(*t));
@@ -3275,6 +3866,18 @@ void TN(destroy)(struct TRIE *t)
 uint64_t TN(routes)(const struct TRIE *t)
 {
 	return uatomic_read(&t->nr_routes);
+}
+
+/* trie_stats of an inline leaf (its bytes are the shared routes', counted once). */
+static void stats_inline(unsigned int depth, struct trie_stats *st)
+{
+	st->leaves++;
+	st->routes++;
+	st->prefixes++;
+	st->inline_leaves++;
+	st->total_depth += depth;
+	if (depth > st->max_depth)
+		st->max_depth = depth;
 }
 
 static void stats_walk(const struct node *n, unsigned int depth, struct trie_stats *st)
@@ -3297,13 +3900,15 @@ static void stats_walk(const struct node *n, unsigned int depth, struct trie_sta
 	st->pointers += child_length(n);
 	st->tnode_bytes += tnode_size(n->bits);
 	for (unsigned long i = 0; i < child_length(n); i++) {
-		const struct node *c = child_rcu(node_tnode(n), i);
+		uintptr_t s = slot_load(&node_tnode(n)->child[i]);
 
-		if (c) {
-			stats_walk(c, depth + 1, st);
+		if (slot_inline(s)) {
+			stats_inline(depth + 1, st);
+		} else if (slot_node(s)) {
+			stats_walk(slot_node(s), depth + 1, st);
 		} else {
 			st->null_pointers++;
-			st->answers += slot_load(&node_tnode(n)->child[i]) != 0;
+			st->answers += s != 0;
 		}
 	}
 }
@@ -3316,11 +3921,16 @@ void TN(get_stats)(const struct TRIE *t, struct trie_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (root)
 		stats_walk(root, 1, st);
+	st->shared_routes = uatomic_read(&t->nr_shared);
+	st->leaf_bytes += st->shared_routes * sizeof(struct fib_route);
 	fb = rcu_dereference(t->fb);
 	if (fb)
 		st->fallback_bytes = fb_bytes(fb);
-	for (unsigned long j = 0; fb && fb->in_slots && j < 1ul << fb->bits; j++)
-		st->root_answers += (slot_load(&fb->root->child[j]) & SLOT_ROUTE) != 0;
+	for (unsigned long j = 0; fb && fb->in_slots && j < 1ul << fb->bits; j++) {
+		uintptr_t s = slot_load(&fb->root->child[j]);
+
+		st->root_answers += (s & SLOT_ROUTE) && !slot_pos(s);
+	}
 	st->split_builds = uatomic_read(&t->split_builds);
 }
 
@@ -3359,32 +3969,58 @@ static const struct fib_route *check_answer(const struct TRIE *t, const struct t
 
 	for (unsigned int q = KEYLEN - tn->n.pos + 1; q-- > 0;) {
 		TKEY key = key_mask_low(first, KEYLEN - q);
-		const struct leaf *l;
+		struct lview l;
 
 		if (key_shr(key ^ tn->n.key, tn->n.pos + tn->n.bits))
 			return NULL;
-		l = leaf_exact(t, key);
-		for (unsigned int r = 0; l && r < l->n.nr; r++)
-			if (l->r[r].plen == q)
-				return &l->r[r];
+		if (!leaf_exact(t, key, &l))
+			continue;
+		for (unsigned int r = 0; r < l.nr; r++)
+			if (l.r[r].plen == q)
+				return &l.r[r];
 	}
 	return NULL;
 }
 
+/* check_node()'s counts: leaves (inline ones too, and apart), routes, internal nodes. */
+struct check_counts {
+	uint64_t leaves, inline_leaves, routes, tnodes;
+};
+
+/* An inline leaf, child @i of @tn: the rule of slot_inline(), its slen copy, its shared route. */
+static int check_inline(const struct TRIE *t, const struct tnode *tn, unsigned long i,
+			struct errbuf *err)
+{
+	uintptr_t s = tn->child[i];
+	unsigned int plen = inline_plen(s);
+	const struct fib_route *r = inline_route(s);
+
+	if (plen + tn->n.pos > KEYLEN || r->plen != plen || child_slen(tn)[i] != KEYLEN - plen ||
+	    !shared_refs(t, r)) {
+		err_set(err,
+			"tnode %#llx/pos %u: inline leaf %lu /%u: too long for the node, route "
+			"/%u, "
+			"slen copy %u, or its route not shared",
+			(unsigned long long)tn->n.key, tn->n.pos, i, plen, r->plen,
+			child_slen(tn)[i]);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 static int check_node(const struct TRIE *t, const struct node *n, const struct tnode *parent,
-		      bool deferred, uint64_t *leaves, uint64_t *routes, uint64_t *tnodes,
-		      struct errbuf *err)
+		      bool deferred, struct check_counts *cnt, struct errbuf *err)
 {
 	const struct tnode *tn;
 	unsigned long empty = 0, full = 0, used;
 	unsigned int slen;
 
 	if (node_is_leaf(n)) {
-		(*leaves)++;
-		*routes += n->nr;
+		cnt->leaves++;
+		cnt->routes += n->nr;
 		return check_leaf(node_leaf(n), err);
 	}
-	(*tnodes)++;
+	cnt->tnodes++;
 	tn = node_tnode(n);
 	slen = n->pos;
 	if (tn->parent != parent || n->pos + n->bits > KEYLEN || n->bits > TRIE_MAX_BITS ||
@@ -3397,6 +4033,17 @@ static int check_node(const struct TRIE *t, const struct node *n, const struct t
 		const struct node *c = child_get(tn, i);
 		int ret;
 
+		if (slot_inline(tn->child[i])) {
+			ret = check_inline(t, tn, i, err);
+			if (ret)
+				return ret;
+			cnt->leaves++;
+			cnt->inline_leaves++;
+			cnt->routes++;
+			if (child_slen(tn)[i] > slen)
+				slen = child_slen(tn)[i];
+			continue;
+		}
 		if (!c) {
 			/* Its answer, if any (the root's fallbacks in it: check_fb() checks them).
 			 */
@@ -3436,7 +4083,7 @@ static int check_node(const struct TRIE *t, const struct node *n, const struct t
 		full += tnode_full(tn, c);
 		if (c->slen > slen)
 			slen = c->slen;
-		ret = check_node(t, c, tn, deferred, leaves, routes, tnodes, err);
+		ret = check_node(t, c, tn, deferred, cnt, err);
 		if (ret)
 			return ret;
 	}
@@ -3475,18 +4122,23 @@ static int fb_ref_cmp(const void *a, const void *b)
 
 /* Collects, from every leaf below @n, the first route of each prefix no longer than @root's index.
  */
-static int fb_refs_collect(const struct node *n, const struct tnode *root, struct fb_refs *refs)
+static int fb_refs_collect(uintptr_t s, TKEY key, const struct tnode *root, struct fb_refs *refs)
 {
-	if (!n)
-		return 0;
-	if (!node_is_leaf(n)) {
-		for (unsigned long i = 0; i < child_length(n); i++)
-			if (fb_refs_collect(child_get(node_tnode(n), i), root, refs))
+	struct lview l;
+
+	if (slot_bits(s)) {
+		const struct tnode *tn = node_tnode(slot_node(s));
+
+		for (unsigned long i = 0; i < child_length(&tn->n); i++)
+			if (fb_refs_collect(slot_writer(tn->child[i]), inline_key(tn, i), root,
+					    refs))
 				return -ENOMEM;
 		return 0;
 	}
-	for (unsigned int i = 0; i < n->nr; i++) {
-		const struct fib_route *r = &node_leaf(n)->r[i];
+	if (!lv_set(&l, s, key))
+		return 0;
+	for (unsigned int i = 0; i < l.nr; i++) {
+		const struct fib_route *r = &l.r[i];
 
 		if (r->plen + root->n.pos > KEYLEN || (i && r[-1].plen == r->plen))
 			continue;
@@ -3499,8 +4151,7 @@ static int fb_refs_collect(const struct node *n, const struct tnode *root, struc
 			refs->v = v;
 			refs->cap = cap;
 		}
-		refs->v[refs->n++] =
-			(struct fb_ref){ .start = get_index(n->key, &root->n), .r = r };
+		refs->v[refs->n++] = (struct fb_ref){ .start = get_index(l.key, &root->n), .r = r };
 	}
 	return 0;
 }
@@ -3542,7 +4193,7 @@ static int check_fb(const struct TRIE *t, struct errbuf *err)
 	}
 	len = 1ul << rn->bits;
 	want = calloc(len, sizeof(*want));
-	if (!want || fb_refs_collect(rn, fb->root, &refs)) {
+	if (!want || fb_refs_collect(t->root, 0, fb->root, &refs)) {
 		err_set(err, "checking the fallbacks: out of memory");
 		ret = -ENOMEM;
 		goto out;
@@ -3583,9 +4234,38 @@ out:
 	return ret;
 }
 
+/* The shared routes against the inline leaves counted (@inline_leaves): every one in use, no more.
+ */
+static int check_shared(const struct TRIE *t, uint64_t inline_leaves, struct errbuf *err)
+{
+	const struct shared *sh = &t->shared;
+	uint64_t refs = 0, n = 0;
+
+	for (size_t i = 0; i < sh->cap; i++) {
+		if (!sh->v[i].r)
+			continue;
+		n++;
+		refs += sh->v[i].refs;
+		if (!sh->v[i].refs || shared_slot(sh, sh->v[i].r) != &sh->v[i]) {
+			err_set(err, "shared route %zu: %llu leaves, or not where its value leads",
+				i, (unsigned long long)sh->v[i].refs);
+			return -EUCLEAN;
+		}
+	}
+	if (refs != inline_leaves || n != sh->n || n != t->nr_shared) {
+		err_set(err,
+			"shared routes: %llu (counted %zu), held by %llu inline leaves (is %llu)",
+			(unsigned long long)n, sh->n, (unsigned long long)refs,
+			(unsigned long long)inline_leaves);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 int TN(check)(const struct TRIE *t, struct errbuf *err)
 {
-	uint64_t leaves = 0, routes = 0, tnodes = 0;
+	struct check_counts cnt = { 0 };
+	uint64_t leaves, routes, tnodes;
 	int ret = 0;
 
 	if (t->root && t->root != node_slot(slot_node(t->root))) {
@@ -3594,10 +4274,14 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 		return -EUCLEAN;
 	}
 	if (t->root)
-		ret = check_node(t, slot_node(t->root), NULL, t->deferred, &leaves, &routes,
-				 &tnodes, err);
+		ret = check_node(t, slot_node(t->root), NULL, t->deferred, &cnt, err);
+	if (!ret)
+		ret = check_shared(t, cnt.inline_leaves, err);
 	if (ret)
 		return ret;
+	leaves = cnt.leaves;
+	routes = cnt.routes;
+	tnodes = cnt.tnodes;
 	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
 		err_set(err,
 			"counts: leaves %llu (is %llu), routes %llu (is %llu), tnodes %llu (is "
@@ -3627,10 +4311,17 @@ static void dump_node(const struct node *n, unsigned int depth, FILE *f)
 	fprintf(f, "%*s+-- %s/%u %u %u %u\n", (int)depth * 3, "", key, KEYLEN - n->pos - n->bits,
 		n->bits, node_tnode(n)->full_children, node_tnode(n)->empty_children);
 	for (unsigned long i = 0; i < child_length(n); i++) {
-		const struct node *c = child_rcu(node_tnode(n), i);
+		uintptr_t s = slot_load(&node_tnode(n)->child[i]);
 
-		if (c)
-			dump_node(c, depth + 1, f);
+		if (slot_inline(s)) {
+			key_format(inline_key(node_tnode(n), i), key, sizeof(key));
+			fprintf(f, "%*s|-- %s (inline)\n", (int)(depth + 1) * 3, "", key);
+			fprintf(f, "%*s/%u type %u proto %u metric %u\n", (int)(depth + 1) * 3 + 7,
+				"", inline_route(s)->plen, inline_route(s)->type,
+				inline_route(s)->proto, inline_route(s)->metric);
+		} else if (slot_node(s)) {
+			dump_node(slot_node(s), depth + 1, f);
+		}
 	}
 }
 

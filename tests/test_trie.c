@@ -858,11 +858,15 @@ static void diff_check_memory(struct diff *d, const struct trie_stats *st)
 			 (unsigned long long)ms.cls[MEM_FALLBACK].bytes,
 			 (unsigned long long)st->leaf_bytes, (unsigned long long)st->tnode_bytes,
 			 (unsigned long long)st->fallback_bytes);
-	if (ms.cls[MEM_LEAF].objects != st->leaves || ms.cls[MEM_TNODE].objects != st->tnodes)
-		fail_msg("op %lu: allocator holds %llu leaves %llu tnodes; the trie has %llu, %llu",
+	/* Inline leaves have no object of their own; the routes they share have one each. */
+	if (ms.cls[MEM_LEAF].objects != st->leaves - st->inline_leaves + st->shared_routes ||
+	    ms.cls[MEM_TNODE].objects != st->tnodes)
+		fail_msg("op %lu: allocator holds %llu leaf objects %llu tnodes; the trie has %llu "
+			 "leaves (%llu inline, %llu shared routes), %llu tnodes",
 			 d->op, (unsigned long long)ms.cls[MEM_LEAF].objects,
 			 (unsigned long long)ms.cls[MEM_TNODE].objects,
-			 (unsigned long long)st->leaves, (unsigned long long)st->tnodes);
+			 (unsigned long long)st->leaves, (unsigned long long)st->inline_leaves,
+			 (unsigned long long)st->shared_routes, (unsigned long long)st->tnodes);
 }
 
 /* Everything checkable at a batch boundary. */

@@ -773,6 +773,8 @@ static void print_trie_stats(const struct trie_stats *s4, const struct trie_stat
 	       s[1]->leaves ? (double)s[1]->total_depth / (double)s[1]->leaves : 0);
 	ROW("max depth", max_depth);
 	ROW("leaves", leaves);
+	ROW("  of them inline", inline_leaves);
+	ROW("shared routes", shared_routes);
 	ROW("prefixes", prefixes);
 	ROW("routes", routes);
 	ROW("internal nodes", tnodes);

@@ -889,6 +889,42 @@ static void leaf_slot_retire(struct TRIE *t, uintptr_t s)
 }
 
 /*
+ * Writer: the slot @s moves into a new node of pos @pos: an inline slot
+ * for it if it is a leaf of one route that may be inline there (the split
+ * of leaf_insert() gives a leaf alone under a node a parent with a lower
+ * pos), else @s. Its old leaf stays until leaf_went_inline().
+ */
+static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int pos)
+{
+	const struct leaf *l;
+	const struct fib_route *sr;
+
+	if (slot_bits(s) || slot_inline(s))
+		return s;
+	l = node_leaf(slot_node(s));
+	if (l->n.nr != 1 || l->r[0].plen + pos > KEYLEN)
+		return s;
+	sr = shared_get(t, &l->r[0]);
+	return sr ? inline_slot(sr) : s;
+}
+
+/*
+ * Writer: the leaf of slot @s is inline in slot @ns now, published under
+ * @tp: the answers that named its route name the shared one, and the leaf
+ * is retired.
+ */
+static void leaf_went_inline(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns)
+{
+	TKEY key = slot_node(s)->key;
+	struct lview old, l;
+
+	lv_set(&old, s, key);
+	lv_set(&l, ns, key);
+	answers_leaf_changed(t, tp, &old, &l);
+	node_retire(t, slot_node(s));
+}
+
+/*
  * Sets child @i of @tn to the node of slot @s (0: none), whose slen is
  * @slen, keeping the counts and slen; publishes it to readers. Reads
  * nothing of the child: inflate and halve move children by their slots
@@ -1281,13 +1317,33 @@ struct inflation {
 	struct node **v;
 	size_t n, cap;
 	struct node *first[32];
-	/* Inline leaves moved up that may not stay so: their slots, and their leaves now. */
+	/*
+	 * Leaves whose form changed on the move: inline ones moved up that may
+	 * not stay so (their leaves now), and leaves of one route moved down
+	 * that may be inline now (leaf_to_inline()). Set right once published.
+	 */
 	struct inflation_made {
 		uintptr_t s, ns;
 		TKEY key;
 	} * made;
 	size_t n_made, cap_made;
 };
+
+/* Records in @c that the leaf of slot @s (of @key) moved as slot @ns; false without the memory. */
+static bool inflation_made(struct inflation *c, uintptr_t s, uintptr_t ns, TKEY key)
+{
+	if (c->n_made == c->cap_made) {
+		size_t cap = c->cap_made ? 2 * c->cap_made : 16;
+		struct inflation_made *v = realloc(c->made, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		c->made = v;
+		c->cap_made = cap;
+	}
+	c->made[c->n_made++] = (struct inflation_made){ .s = s, .ns = ns, .key = key };
+	return true;
+}
 
 static int consumed_add(struct inflation *c, const struct tnode *u)
 {
@@ -1365,21 +1421,31 @@ static int fill_up(struct TRIE *t, struct tnode *tn, unsigned long i, const stru
 		fill_child(tn, i, u, j);
 		return 0;
 	}
-	if (c->n_made == c->cap_made) {
-		size_t cap = c->cap_made ? 2 * c->cap_made : 16;
-		struct inflation_made *v = realloc(c->made, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->made = v;
-		c->cap_made = cap;
-	}
 	ns = leaf_materialize(t, s, inline_key(u, j));
 	if (!ns)
 		return -ENOMEM;
-	c->made[c->n_made++] = (struct inflation_made){ .s = s, .ns = ns, .key = inline_key(u, j) };
+	if (!inflation_made(c, s, ns, inline_key(u, j))) {
+		leaf_slot_free(t, ns);
+		return -ENOMEM;
+	}
 	fill_slot(tn, i, ns, child_slen(u)[j]);
 	return 0;
+}
+
+/*
+ * fill_child() of child @j of @u into @tn, whose pos is no larger: a leaf
+ * of one route that may be inline there becomes so, recorded in @c.
+ */
+static void fill_down(struct TRIE *t, struct tnode *tn, unsigned long i, const struct tnode *u,
+		      unsigned long j, struct inflation *c)
+{
+	uintptr_t s = slot_writer(u->child[j]), ns = leaf_to_inline(t, s, tn->n.pos);
+
+	if (ns != s && !inflation_made(c, s, ns, 0)) {
+		leaf_slot_free(t, ns);
+		ns = s;
+	}
+	fill_slot(tn, i, ns, child_slen(u)[j]);
 }
 
 /*
@@ -1498,7 +1564,7 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 		 */
 		key = p >= u->n.pos || slot_inline(s) ? u->n.key | (TKEY)i << u->n.pos
 						      : slot_node(s)->key;
-		fill_child(tn, get_index(key, &tn->n), u, i);
+		fill_down(t, tn, get_index(key, &tn->n), u, i, c);
 	}
 	return 0;
 }
@@ -1527,8 +1593,12 @@ static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k, bool pie
 	if (!err) {
 		answers_new(tn);
 		replace(t, oldtn, tn);
-		for (size_t i = 0; i < c.n_made; i++)
-			inline_gone(t, tn, c.made[i].s, c.made[i].ns, c.made[i].key);
+		for (size_t i = 0; i < c.n_made; i++) {
+			if (slot_inline(c.made[i].s))
+				inline_gone(t, tn, c.made[i].s, c.made[i].ns, c.made[i].key);
+			else
+				leaf_went_inline(t, tn, c.made[i].s, c.made[i].ns);
+		}
 		/* The children split or dissolved go too, after their last read. */
 		for (size_t i = 0; i < c.n; i++)
 			node_retire(t, c.v[i]);
@@ -2712,41 +2782,6 @@ static bool bulk_note_order(struct TRIE *t, TKEY key)
 	t->finger = NULL;
 	bulk_resize_all(t);
 	return true;
-}
-
-/*
- * Writer: the slot @s moves into a new node of pos @pos: an inline slot
- * for it if it is a leaf of one route that may be inline there (the split
- * of leaf_insert() gives a leaf alone under a node a parent with a lower
- * pos), else @s. Its old leaf stays until leaf_went_inline().
- */
-static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int pos)
-{
-	const struct leaf *l;
-	const struct fib_route *sr;
-
-	if (slot_bits(s) || slot_inline(s))
-		return s;
-	l = node_leaf(slot_node(s));
-	if (l->n.nr != 1 || l->r[0].plen + pos > KEYLEN)
-		return s;
-	sr = shared_get(t, &l->r[0]);
-	return sr ? inline_slot(sr) : s;
-}
-
-/*
- * Writer: the leaf of slot @s is inline in slot @ns now, published under
- * @tp: the answers that named its route name the shared one, and the leaf
- * is retired.
- */
-static void leaf_went_inline(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns)
-{
-	struct lview old, l;
-
-	lv_set(&old, s, 0);
-	lv_set(&l, ns, old.key);
-	answers_leaf_changed(t, tp, &old, &l);
-	node_retire(t, slot_node(s));
 }
 
 /*

@@ -2253,6 +2253,72 @@ static void test_trie_inflates_dense_node_and_halves_it_back(void **state)
 	expect_lookup(tt, net | ((tkey)65 << shift) | 1, (int)len - 8, 1);
 }
 
+/* The trie's inline leaves and shared routes (lib/trie-tmpl.h, slot_inline()). */
+static void expect_inline(const struct tt *tt, uint64_t leaves, uint64_t inl, uint64_t shared)
+{
+	struct trie_stats st;
+
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	if (st.leaves != leaves || st.inline_leaves != inl || st.shared_routes != shared)
+		fail_msg("%llu leaves, %llu inline, %llu shared routes; expected %llu, %llu, %llu",
+			 (unsigned long long)st.leaves, (unsigned long long)st.inline_leaves,
+			 (unsigned long long)st.shared_routes, (unsigned long long)leaves,
+			 (unsigned long long)inl, (unsigned long long)shared);
+}
+
+/*
+ * A leaf of one route sits in its parent's slot while its prefix is no
+ * longer than KEYLEN - the parent's pos, and shares its route with every
+ * such leaf of the same route: 256 sibling prefixes of one route under a
+ * node of their pos are all inline, with one shared route. Deleting most
+ * of them halves the node until its pos is above theirs: the rest get
+ * leaves of their own. Two hosts under a node of pos 0 are inline; with
+ * one deleted, the other takes the root slot, where nothing is inline.
+ * The trie check holds the rule after each step, and lookups answer.
+ */
+static void test_trie_inline_leaves_where_their_key_is_known(void **state)
+{
+	struct fixture *f = *state;
+	struct tt *tt = &f->tt;
+	int v4 = tt->family == AF_INET;
+	tkey net = K(tt, v4 ? "10.1.0.0" : "2001:db8:1::");
+	tkey host = K(tt, v4 ? "10.9.0.6" : "2001:db8:9::6");
+	unsigned int len = v4 ? 24 : 56, shift = tt->bits - len;
+
+	for (unsigned int i = 0; i < 256; i++)
+		assert_int_equal(tt_set(tt, net | ((tkey)i << shift), len, 1, 7), 0);
+	expect_inline(tt, 256, 256, 1);
+	/* A second route on one key: that leaf is a leaf of its own. */
+	assert_int_equal(tt_set(tt, net | ((tkey)5 << shift), len, 2, 7), 0);
+	expect_inline(tt, 256, 255, 1);
+	assert_int_equal(tt_set(tt, net | ((tkey)5 << shift), len, 1, 8), 0);
+	expect_inline(tt, 256, 256, 2);
+	expect_lookup(tt, net | ((tkey)5 << shift) | 1, (int)len, 8);
+	expect_lookup(tt, net | ((tkey)6 << shift) | 1, (int)len, 7);
+
+	for (unsigned int i = 0; i < 256; i++) {
+		if (i % 64)
+			assert_int_equal(tt_del(tt, net | ((tkey)i << shift), len), 0);
+	}
+	/* Four left, under a node indexing the bits above theirs. */
+	expect_inline(tt, 4, 0, 0);
+	for (unsigned int i = 0; i < 256; i += 64)
+		expect_lookup(tt, net | ((tkey)i << shift) | 1, (int)len, 7);
+	expect_lookup(tt, net | ((tkey)65 << shift) | 1, -1, 0);
+	for (unsigned int i = 0; i < 256; i += 64)
+		assert_int_equal(tt_del(tt, net | ((tkey)i << shift), len), 0);
+	expect_inline(tt, 0, 0, 0);
+
+	assert_int_equal(tt_set(tt, host, tt->bits, 1, 3), 0);
+	assert_int_equal(tt_set(tt, host | 1, tt->bits, 1, 3), 0);
+	expect_inline(tt, 2, 2, 1);
+	assert_int_equal(tt_del(tt, host, tt->bits), 0);
+	expect_inline(tt, 1, 0, 0);
+	expect_lookup(tt, host | 1, (int)tt->bits, 3);
+	expect_lookup(tt, host, -1, 0);
+}
+
 /*
  * Adds @host and @host | 1 (they differ in the last bit), checks the trie
  * has @tnodes internal nodes, @ones of them of 1 bit, and both hosts' lookups.
@@ -2523,6 +2589,7 @@ int main(void)
 		T(test_trie_same_prefix_several_routes_lookup_returns_first),
 		T(test_trie_inflates_dense_node_and_halves_it_back),
 		T(test_trie_joins_two_leaves_as_resize_leaves_them),
+		T(test_trie_inline_leaves_where_their_key_is_known),
 		T(test_trie_stats_and_dump_match_contents),
 		T(test_trie_shrinks_back),
 		T(test_trie_differential_v4),
@@ -2548,6 +2615,7 @@ int main(void)
 		T6(test_trie_same_prefix_several_routes_lookup_returns_first),
 		T6(test_trie_inflates_dense_node_and_halves_it_back),
 		T6(test_trie_joins_two_leaves_as_resize_leaves_them),
+		T6(test_trie_inline_leaves_where_their_key_is_known),
 		T6(test_trie_stats_and_dump_match_contents),
 		T6(test_trie_shrinks_back),
 		T6(test_trie_differential_v6),

@@ -14,6 +14,9 @@
  * Differences from the kernel, each for compactness:
  *  - a leaf holds its routes inline (16 bytes each) and is replaced, RCU
  *    style, when they change, instead of carrying an hlist of aliases;
+ *  - a leaf of one route whose key its parent's key and index give sits in
+ *    the parent's slot, its route shared with every such leaf of the same
+ *    route (see slot_inline());
  *  - leaves have no parent pointer and nothing embeds an rcu_head: the
  *    writer knows the path it walked, and retired objects are recorded by
  *    lib/reclaim.c outside the objects.
@@ -305,7 +308,8 @@ _Static_assert(sizeof(uintptr_t) == 8, "slots need 64-bit pointers");
  * changes, before its leaf is retired; see answers_fill()). To every other
  * reader (backtracking, finds, walks) and to the writer's structure such a
  * slot is empty: slot_node() gives NULL, and the writer reads slots
- * through slot_writer().
+ * through slot_writer(). An inline leaf (slot_inline()) has the same tag,
+ * and its prefix length in the pos byte, where an answer has 0.
  */
 #define SLOT_ROUTE ((uintptr_t)1)
 _Static_assert(_Alignof(struct fib_route) > 1, "a route's address leaves bit 0 free");
@@ -423,8 +427,10 @@ static inline unsigned int slot_leaf_plen1(uintptr_t s)
  * Reader: whether the slot @s, not an internal node's, ends a descent that
  * came down to a node of pos @above without skipping a bit, with its
  * answer in one read: an answer in an empty slot (SLOT_ROUTE), or a leaf
- * whose longest prefix covers the key (slot_leaf_plen1()). An answer slot
- * has 0 in the pos byte, so the second test holds for it. Tested as one,
+ * whose longest prefix covers the key (slot_leaf_plen1()), inline or not.
+ * An answer slot has 0 in the pos byte, so the second test holds for it;
+ * an inline leaf's prefix is no longer than KEYLEN - above, so it holds
+ * for that too (slot_answer() gives either's route). Tested as one,
  * the two ends take one branch, not two that tell them apart: IPv4's
  * batch ran 10-20 % faster. (The caller tests first that no bit was
  * skipped: IPv6's descents nearly all skip some, and that one test kept
@@ -845,7 +851,7 @@ static uintptr_t leaf_make(struct TRIE *t, TKEY key, const struct fib_route *r, 
 /*
  * Writer: a leaf of its own for the inline leaf of @key in slot @s, to go
  * where it may not stay inline; 0 without the memory. The caller puts it
- * in place, then calls inline_gone().
+ * in place, then calls leaf_reformed().
  */
 static uintptr_t leaf_materialize(struct TRIE *t, uintptr_t s, TKEY key)
 {
@@ -854,21 +860,6 @@ static uintptr_t leaf_materialize(struct TRIE *t, uintptr_t s, TKEY key)
 
 static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct lview *old,
 				 const struct lview *l);
-
-/*
- * Writer: the inline leaf of @key in slot @s now has a leaf of its own in
- * slot @ns, published under @tp: the answers that named its shared route
- * name the leaf's, and the shared route loses a leaf.
- */
-static void inline_gone(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns, TKEY key)
-{
-	struct lview old, l;
-
-	lv_set(&old, s, key);
-	lv_set(&l, ns, key);
-	answers_leaf_changed(t, tp, &old, &l);
-	shared_put(t, inline_route(s));
-}
 
 /* Writer: frees a new leaf's slot no reader has seen (an unwind path). */
 static void leaf_slot_free(struct TRIE *t, uintptr_t s)
@@ -889,17 +880,29 @@ static void leaf_slot_retire(struct TRIE *t, uintptr_t s)
 }
 
 /*
- * Writer: the slot @s moves into a new node of pos @pos: an inline slot
- * for it if it is a leaf of one route that may be inline there (the split
- * of leaf_insert() gives a leaf alone under a node a parent with a lower
- * pos), else @s. Its old leaf stays until leaf_went_inline().
+ * Writer: the slot @s, of slen @slen, moves from a node of pos @from (KEYLEN
+ * + 1: the root slot) into a new one of pos @pos: an inline slot for it if
+ * it is a leaf of one route that may be inline there and could not be where
+ * it was, else @s. Its old leaf stays until leaf_reformed(). The leaf is
+ * read only if its slot (its longest prefix) and @slen (its shortest) show
+ * one prefix length that fits @pos and not @from.
+ *
+ * The split of leaf_insert() calls it: a leaf made where it could not be
+ * inline (the first in a region of the root, most often) goes inline when
+ * a second key joins it under a node of a lower pos. An inflate that moves
+ * leaves under a lower pos could do the same, but on the full view loaded
+ * one route at a time it made IPv4 loads 4 % slower and IPv6 ones 15 %,
+ * for 3 bytes a route (docs/BENCHMARKS.md, issue 9's nineteenth round).
  */
-static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int pos)
+static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int slen, unsigned int from,
+				unsigned int pos)
 {
+	unsigned int plen = slot_leaf_plen1(s) - 1;
 	const struct leaf *l;
 	const struct fib_route *sr;
 
-	if (slot_bits(s) || slot_inline(s))
+	if (!s || slot_bits(s) || (s & SLOT_ROUTE) || plen != KEYLEN - slen ||
+	    plen + pos > KEYLEN || plen + from <= KEYLEN)
 		return s;
 	l = node_leaf(slot_node(s));
 	if (l->n.nr != 1 || l->r[0].plen + pos > KEYLEN)
@@ -909,19 +912,19 @@ static uintptr_t leaf_to_inline(struct TRIE *t, uintptr_t s, unsigned int pos)
 }
 
 /*
- * Writer: the leaf of slot @s is inline in slot @ns now, published under
- * @tp: the answers that named its route name the shared one, and the leaf
- * is retired.
+ * Writer: the leaf of @key in slot @s is in slot @ns now, the same routes
+ * in the other form (inline, or a leaf of its own), published under @tp:
+ * the answers that named the old routes name the new, and the old form
+ * goes (retired, or its shared route loses a leaf).
  */
-static void leaf_went_inline(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns)
+static void leaf_reformed(struct TRIE *t, struct tnode *tp, uintptr_t s, uintptr_t ns, TKEY key)
 {
-	TKEY key = slot_node(s)->key;
 	struct lview old, l;
 
 	lv_set(&old, s, key);
 	lv_set(&l, ns, key);
 	answers_leaf_changed(t, tp, &old, &l);
-	node_retire(t, slot_node(s));
+	leaf_slot_retire(t, s);
 }
 
 /*
@@ -1317,11 +1320,7 @@ struct inflation {
 	struct node **v;
 	size_t n, cap;
 	struct node *first[32];
-	/*
-	 * Leaves whose form changed on the move: inline ones moved up that may
-	 * not stay so (their leaves now), and leaves of one route moved down
-	 * that may be inline now (leaf_to_inline()). Set right once published.
-	 */
+	/* Inline leaves moved up that may not stay so: their slots, and their leaves now. */
 	struct inflation_made {
 		uintptr_t s, ns;
 		TKEY key;
@@ -1410,7 +1409,7 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 /*
  * fill_child() of child @j of @u into @tn, whose pos is larger: an inline
  * leaf that may not stay so there gets a leaf of its own, recorded in @c
- * (inflate() calls inline_gone() once it is published).
+ * (inflate() calls leaf_reformed() once it is published).
  */
 static int fill_up(struct TRIE *t, struct tnode *tn, unsigned long i, const struct tnode *u,
 		   unsigned long j, struct inflation *c)
@@ -1430,22 +1429,6 @@ static int fill_up(struct TRIE *t, struct tnode *tn, unsigned long i, const stru
 	}
 	fill_slot(tn, i, ns, child_slen(u)[j]);
 	return 0;
-}
-
-/*
- * fill_child() of child @j of @u into @tn, whose pos is no larger: a leaf
- * of one route that may be inline there becomes so, recorded in @c.
- */
-static void fill_down(struct TRIE *t, struct tnode *tn, unsigned long i, const struct tnode *u,
-		      unsigned long j, struct inflation *c)
-{
-	uintptr_t s = slot_writer(u->child[j]), ns = leaf_to_inline(t, s, tn->n.pos);
-
-	if (ns != s && !inflation_made(c, s, ns, 0)) {
-		leaf_slot_free(t, ns);
-		ns = s;
-	}
-	fill_slot(tn, i, ns, child_slen(u)[j]);
 }
 
 /*
@@ -1564,7 +1547,7 @@ static int place_range(struct TRIE *t, struct tnode *tn, const struct tnode *u, 
 		 */
 		key = p >= u->n.pos || slot_inline(s) ? u->n.key | (TKEY)i << u->n.pos
 						      : slot_node(s)->key;
-		fill_down(t, tn, get_index(key, &tn->n), u, i, c);
+		fill_child(tn, get_index(key, &tn->n), u, i);
 	}
 	return 0;
 }
@@ -1593,12 +1576,8 @@ static int inflate(struct TRIE *t, struct tnode *oldtn, unsigned int k, bool pie
 	if (!err) {
 		answers_new(tn);
 		replace(t, oldtn, tn);
-		for (size_t i = 0; i < c.n_made; i++) {
-			if (slot_inline(c.made[i].s))
-				inline_gone(t, tn, c.made[i].s, c.made[i].ns, c.made[i].key);
-			else
-				leaf_went_inline(t, tn, c.made[i].s, c.made[i].ns);
-		}
+		for (size_t i = 0; i < c.n_made; i++)
+			leaf_reformed(t, tn, c.made[i].s, c.made[i].ns, c.made[i].key);
 		/* The children split or dissolved go too, after their last read. */
 		for (size_t i = 0; i < c.n; i++)
 			node_retire(t, c.v[i]);
@@ -1645,7 +1624,7 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 
 		/*
 		 * At most one of the pair: it moves up as it is, or, inline where
-		 * it may not stay so, as a leaf of its own (inline_gone() below).
+		 * it may not stay so, as a leaf of its own (leaf_reformed() below).
 		 */
 		if (!s1 || !s0) {
 			unsigned long j = s1 ? i + 1 : i;
@@ -1679,7 +1658,8 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 	/* The inline leaves that have leaves of their own now (above). */
 	for (unsigned long i = 0; i < child_length(&oldtn->n); i++)
 		if (halve_materialized(tn, oldtn, i))
-			inline_gone(t, tn, oldtn->child[i], tn->child[i / 2], inline_key(oldtn, i));
+			leaf_reformed(t, tn, oldtn->child[i], tn->child[i / 2],
+				      inline_key(oldtn, i));
 	node_retire(t, &oldtn->n);
 	return 0;
 }
@@ -1707,7 +1687,7 @@ static struct tnode *collapse(struct TRIE *t, struct tnode *oldtn)
 		node_set_parent(slot_node(s), tp);
 	put_slot_root(t, tp, oldtn->n.key, ns, ns ? slot_slen(ns) : 0);
 	if (ns != s)
-		inline_gone(t, tp, s, ns, inline_key(oldtn, i));
+		leaf_reformed(t, tp, s, ns, inline_key(oldtn, i));
 	node_retire(t, &oldtn->n);
 	return tp;
 }
@@ -2837,7 +2817,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, TKEY key, const struct 
 			return -ENOMEM;
 		}
 		tn->parent = tp;
-		moved = leaf_to_inline(t, s, tn->n.pos);
+		moved = leaf_to_inline(t, s, slot_slen(s), tp ? tp->n.pos : KEYLEN + 1, tn->n.pos);
 		fill_slot(tn, get_index(nkey, &tn->n), moved, slot_slen(s));
 		fill_slot(tn, get_index(key, &tn->n), ns, slen);
 		answers_new(tn);
@@ -2846,7 +2826,7 @@ static int leaf_insert(struct TRIE *t, struct tnode *tp, TKEY key, const struct 
 		node_push_suffix(tp, tn->n.slen);
 		put_child_root(t, tp, key, &tn->n);
 		if (moved != s)
-			leaf_went_inline(t, tn, s, moved);
+			leaf_reformed(t, tn, s, moved, nkey);
 		tp = tn;
 	} else {
 		ns = leaf_make(t, key, r, nr, tp ? tp->n.pos : KEYLEN + 1);

@@ -142,7 +142,18 @@ struct shared {
 	struct shared_ent *v;
 	size_t cap; /* a power of two, or 0 */
 	size_t n;
+	uint64_t refs; /* the inline leaves: the sum of the entries' refs */
 };
+
+/*
+ * A new value is shared only while the table holds fewer than this plus a
+ * quarter of the inline leaves. A shared route (16 bytes, and 16 or 32 of
+ * table) pays for itself from two leaves (24 bytes each as leaves of their
+ * own); where routes hardly repeat (a metric a prefix, say), the leaves
+ * keep leaves of their own, and the table stays small. The full view
+ * shares 153 values among 597,537 leaves.
+ */
+#define SHARED_FREE 64
 
 struct TRIE {
 	uintptr_t root;     /* a slot, as the children's */
@@ -344,8 +355,8 @@ static inline unsigned int slot_bits(uintptr_t s)
  * same way (slot_done(), slot_answer()); backtracking and the kernel's walk
  * check its prefix against the key (inline_covers()). The writer sees a
  * leaf (struct lview), and keeps the rule on the way: a node that takes it
- * with a larger pos (halve(), collapse(), the root slot, a rebuild) gets a
- * leaf of its own instead (materialized).
+ * with a larger pos (halve(), collapse(), a piece an inflate moves up, the
+ * root slot, a rebuild) gets a leaf of its own instead (materialized).
  */
 static inline bool slot_inline(uintptr_t s)
 {
@@ -689,7 +700,11 @@ static bool shared_grow(struct TRIE *t)
 	return true;
 }
 
-/* Writer: the shared copy of the route @r for one more inline leaf; NULL without the memory. */
+/*
+ * Writer: the shared copy of the route @r for one more inline leaf; NULL
+ * without the memory, or if a new value would not pay (SHARED_FREE): the
+ * leaf has a leaf of its own then.
+ */
 static const struct fib_route *shared_get(struct TRIE *t, const struct fib_route *r)
 {
 	struct shared *sh = &t->shared;
@@ -699,6 +714,8 @@ static const struct fib_route *shared_get(struct TRIE *t, const struct fib_route
 		return NULL;
 	e = shared_slot(sh, r);
 	if (!e->r) {
+		if (sh->n >= SHARED_FREE + sh->refs / 4)
+			return NULL;
 		e->r = node_alloc(t, MEM_LEAF, sizeof(*r));
 		if (!e->r)
 			return NULL;
@@ -708,6 +725,7 @@ static const struct fib_route *shared_get(struct TRIE *t, const struct fib_route
 		STAT_ADD(t->nr_shared, 1);
 	}
 	e->refs++;
+	sh->refs++;
 	return e->r;
 }
 
@@ -721,6 +739,7 @@ static void shared_put(struct TRIE *t, const struct fib_route *r)
 	struct shared_ent *e = shared_slot(sh, r);
 	size_t mask = sh->cap - 1, i, j;
 
+	sh->refs--;
 	if (--e->refs)
 		return;
 	reclaim_retire(t->rc, e->r, sizeof(*e->r), MEM_LEAF);
@@ -4267,7 +4286,7 @@ static int check_shared(const struct TRIE *t, uint64_t inline_leaves, struct err
 			return -EUCLEAN;
 		}
 	}
-	if (refs != inline_leaves || n != sh->n || n != t->nr_shared) {
+	if (refs != inline_leaves || refs != sh->refs || n != sh->n || n != t->nr_shared) {
 		err_set(err,
 			"shared routes: %llu (counted %zu), held by %llu inline leaves (is %llu)",
 			(unsigned long long)n, sh->n, (unsigned long long)refs,

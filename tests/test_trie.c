@@ -2329,6 +2329,24 @@ static void test_trie_inline_leaves_where_their_key_is_known(void **state)
 	expect_inline(tt, 1, 0, 0);
 	expect_lookup(tt, host | 1, (int)tt->bits, 3);
 	expect_lookup(tt, host, -1, 0);
+	assert_int_equal(tt_del(tt, host | 1, tt->bits), 0);
+
+	/*
+	 * Routes that do not repeat (a metric a prefix): a new value is shared
+	 * only while the table holds fewer than 64 and a quarter of the inline
+	 * leaves (SHARED_FREE); the other leaves keep leaves of their own.
+	 */
+	for (unsigned int i = 0; i < 256; i++)
+		assert_int_equal(tt_set(tt, net | ((tkey)i << shift), len, 1, 1000 + i), 0);
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	print_message("  256 routes apart: %llu inline, %llu shared routes\n",
+		      (unsigned long long)st.inline_leaves, (unsigned long long)st.shared_routes);
+	assert_int_equal(st.shared_routes, st.inline_leaves);
+	assert_true(st.shared_routes <= 64 + st.inline_leaves / 4 + 1);
+	assert_true(st.inline_leaves < 100);
+	for (unsigned int i = 0; i < 256; i += 51)
+		expect_lookup(tt, net | ((tkey)i << shift) | 1, (int)len, 1000 + i);
 }
 
 /*

@@ -122,7 +122,7 @@ struct mem {
 
 static const char *const mem_class_names[MEM_CLASS_MAX] = {
 	[MEM_TNODE] = "tnode",     [MEM_LEAF] = "leaf",         [MEM_NH] = "nexthop",
-	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table",       [MEM_HASH] = "nh-hash",
+	[MEM_NH_INFO] = "nh-info", [MEM_TABLE] = "table",       [MEM_HASH] = "hash",
 	[MEM_RECLAIM] = "reclaim", [MEM_FALLBACK] = "fallback",
 };
 

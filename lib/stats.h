@@ -16,7 +16,7 @@ enum mem_class {
 	MEM_NH,       /* nexthop objects */
 	MEM_NH_INFO,  /* nexthop contents (paths, group members) */
 	MEM_TABLE,    /* tables and their tries */
-	MEM_HASH,     /* nexthop hash tables */
+	MEM_HASH,     /* hash tables: the nexthops', the tries' shared routes' */
 	MEM_RECLAIM,  /* bookkeeping of retired objects */
 	MEM_FALLBACK, /* the tries' root fallbacks (a table per root, lib/trie-tmpl.h) */
 	MEM_CLASS_MAX,

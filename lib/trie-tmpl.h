@@ -363,8 +363,11 @@ static inline bool slot_inline(uintptr_t s)
 	return (s & SLOT_ROUTE) && slot_pos(s);
 }
 
-/* The route of the inline leaf (or of the answer) in slot @s. */
-static inline const struct fib_route *inline_route(uintptr_t s)
+/*
+ * The route an answer slot holds (NULL: the root's, where no prefix covers
+ * the child), or an inline leaf's.
+ */
+static inline const struct fib_route *slot_route(uintptr_t s)
 {
 	return (const struct fib_route *)((s & SLOT_ADDR_MASK) - SLOT_ROUTE);
 }
@@ -394,15 +397,6 @@ static inline struct node *slot_node(uintptr_t s)
 static inline uintptr_t slot_writer(uintptr_t s)
 {
 	return (s & SLOT_ROUTE) && !slot_pos(s) ? 0 : s;
-}
-
-/*
- * The route an answer slot holds (NULL: the root's, where no prefix covers
- * the child), or an inline leaf's.
- */
-static inline const struct fib_route *slot_route(uintptr_t s)
-{
-	return inline_route(s);
 }
 
 /*
@@ -621,18 +615,14 @@ static struct tnode *tnode_new(struct TRIE *t, TKEY key, unsigned int pos, unsig
 	return tn;
 }
 
-static struct leaf *leaf_new(struct TRIE *t, TKEY key, unsigned int nr)
+/* Makes @l, of leaf_size(@nr) bytes, the leaf of @key with the routes @r[@nr]; returns its slot. */
+static uintptr_t leaf_fill(struct leaf *l, TKEY key, const struct fib_route *r, unsigned int nr)
 {
-	struct leaf *l = node_alloc(t, MEM_LEAF, leaf_size(nr));
-
-	if (!l)
-		return NULL;
-	l->n.key = key;
-	l->n.pos = 0;
-	l->n.bits = 0;
-	l->n.nr = (uint8_t)nr;
-	l->n.slen = 0;
-	return l;
+	l->n = (struct node){ .key = key,
+			      .slen = (uint8_t)(KEYLEN - r[nr - 1].plen),
+			      .nr = (uint8_t)nr };
+	memcpy(l->r, r, nr * sizeof(l->r[0]));
+	return node_slot(&l->n);
 }
 
 /* Frees a node no reader has seen (an unwind path). */
@@ -799,7 +789,7 @@ static inline bool lv_set(struct lview *v, uintptr_t s, TKEY key)
 	if (slot_inline(s)) {
 		v->key = key;
 		v->nr = 1;
-		v->r = inline_route(s);
+		v->r = slot_route(s);
 	} else if (s && !slot_bits(s) && !(s & SLOT_ROUTE)) {
 		const struct leaf *l = node_leaf(slot_node(s));
 
@@ -859,12 +849,8 @@ static uintptr_t leaf_make(struct TRIE *t, TKEY key, const struct fib_route *r, 
 		if (sr)
 			return inline_slot(sr);
 	}
-	l = leaf_new(t, key, nr);
-	if (!l)
-		return 0;
-	memcpy(l->r, r, nr * sizeof(l->r[0]));
-	l->n.slen = (uint8_t)(KEYLEN - r[nr - 1].plen);
-	return node_slot(&l->n);
+	l = node_alloc(t, MEM_LEAF, leaf_size(nr));
+	return l ? leaf_fill(l, key, r, nr) : 0;
 }
 
 /*
@@ -874,7 +860,7 @@ static uintptr_t leaf_make(struct TRIE *t, TKEY key, const struct fib_route *r, 
  */
 static uintptr_t leaf_materialize(struct TRIE *t, uintptr_t s, TKEY key)
 {
-	return leaf_make(t, key, inline_route(s), 1, KEYLEN + 1);
+	return leaf_make(t, key, slot_route(s), 1, KEYLEN + 1);
 }
 
 static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct lview *old,
@@ -884,7 +870,7 @@ static void answers_leaf_changed(struct TRIE *t, struct tnode *tp, const struct 
 static void leaf_slot_free(struct TRIE *t, uintptr_t s)
 {
 	if (slot_inline(s))
-		shared_put(t, inline_route(s));
+		shared_put(t, slot_route(s));
 	else
 		mem_free(t->mem, MEM_LEAF, slot_node(s), leaf_size(slot_node(s)->nr));
 }
@@ -893,7 +879,7 @@ static void leaf_slot_free(struct TRIE *t, uintptr_t s)
 static void leaf_slot_retire(struct TRIE *t, uintptr_t s)
 {
 	if (slot_inline(s))
-		shared_put(t, inline_route(s));
+		shared_put(t, slot_route(s));
 	else
 		node_retire(t, slot_node(s));
 }
@@ -1887,13 +1873,17 @@ static bool rebuild_collect(struct rebuild *rb, uintptr_t s)
 }
 
 /* A new node for the rebuild @rb, counted in rb->made; NULL without the memory. */
+/* Memory for the rebuild @rb: from its thread's arena, or the writer's mem. */
+static void *rebuild_alloc(struct rebuild *rb, enum mem_class c, size_t size)
+{
+	return rb->arena ? node_fits(rb->t, c, mem_arena_alloc(rb->arena, c, size), size)
+			 : node_alloc(rb->t, c, size);
+}
+
 static struct tnode *rebuild_tnode(struct rebuild *rb, TKEY key, unsigned int pos,
 				   unsigned int bits)
 {
-	size_t size = tnode_size(bits);
-	struct tnode *tn = rb->arena ? node_fits(rb->t, MEM_TNODE,
-						 mem_arena_alloc(rb->arena, MEM_TNODE, size), size)
-				     : node_alloc(rb->t, MEM_TNODE, size);
+	struct tnode *tn = rebuild_alloc(rb, MEM_TNODE, tnode_size(bits));
 
 	if (!tn)
 		return NULL;
@@ -1942,20 +1932,11 @@ static bool rebuild_children(struct rebuild *rb, struct tnode *tn, size_t lo, si
 			if (slot_inline(s) && inline_plen(s) + pos > KEYLEN) {
 				/* It may not stay inline here: a leaf of its own (see rebuild()).
 				 */
-				struct leaf *l =
-					rb->arena ? node_fits(rb->t, MEM_LEAF,
-							      mem_arena_alloc(rb->arena, MEM_LEAF,
-									      leaf_size(1)),
-							      leaf_size(1))
-						  : leaf_new(rb->t, rb->key[a], 1);
+				struct leaf *l = rebuild_alloc(rb, MEM_LEAF, leaf_size(1));
 
 				if (!l)
 					return false;
-				l->n = (struct node){ .key = rb->key[a],
-						      .slen = (uint8_t)slen,
-						      .nr = 1 };
-				l->r[0] = *inline_route(s);
-				s = node_slot(&l->n);
+				s = leaf_fill(l, rb->key[a], slot_route(s), 1);
 				rb->slot[a] = s;
 				rb->made_leaf[a] = 1;
 			}
@@ -3076,7 +3057,7 @@ static inline const struct node *slot_visit(uintptr_t s, const struct tnode *tn,
 {
 	if (slot_inline(s)) {
 		if (inline_covers(s, tn, i, key))
-			*r = inline_route(s);
+			*r = slot_route(s);
 		return NULL;
 	}
 	return slot_node(s);
@@ -3770,7 +3751,7 @@ const struct fib_route *TN(find_rcu)(const struct TRIE *t, TKEY key, unsigned in
 		if (inline_key(tn, i) != key || inline_plen(s) != plen)
 			return NULL;
 		*nr = 1;
-		return inline_route(s);
+		return slot_route(s);
 	}
 	l = node_leaf(slot_node(s));
 	if (l->n.key != key)
@@ -3848,7 +3829,7 @@ int TN(next_rcu)(const struct TRIE *t, TKEY from, TKEY *key, const struct fib_ro
 found:
 	if (slot_inline(s)) {
 		*key = inline_key(tn, i);
-		*routes = inline_route(s);
+		*routes = slot_route(s);
 		*nr = 1;
 	} else {
 		*key = slot_node(s)->key;
@@ -4027,7 +4008,7 @@ static int check_inline(const struct TRIE *t, const struct tnode *tn, unsigned l
 {
 	uintptr_t s = tn->child[i];
 	unsigned int plen = inline_plen(s);
-	const struct fib_route *r = inline_route(s);
+	const struct fib_route *r = slot_route(s);
 
 	if (plen + tn->n.pos > KEYLEN || r->plen != plen || child_slen(tn)[i] != KEYLEN - plen ||
 	    !shared_refs(t, r)) {
@@ -4299,7 +4280,6 @@ static int check_shared(const struct TRIE *t, uint64_t inline_leaves, struct err
 int TN(check)(const struct TRIE *t, struct errbuf *err)
 {
 	struct check_counts cnt = { 0 };
-	uint64_t leaves, routes, tnodes;
 	int ret = 0;
 
 	if (t->root && t->root != node_slot(slot_node(t->root))) {
@@ -4313,49 +4293,51 @@ int TN(check)(const struct TRIE *t, struct errbuf *err)
 		ret = check_shared(t, cnt.inline_leaves, err);
 	if (ret)
 		return ret;
-	leaves = cnt.leaves;
-	routes = cnt.routes;
-	tnodes = cnt.tnodes;
-	if (leaves != t->nr_leaves || routes != t->nr_routes || tnodes != t->nr_tnodes) {
+	if (cnt.leaves != t->nr_leaves || cnt.routes != t->nr_routes ||
+	    cnt.tnodes != t->nr_tnodes) {
 		err_set(err,
 			"counts: leaves %llu (is %llu), routes %llu (is %llu), tnodes %llu (is "
 			"%llu)",
-			(unsigned long long)t->nr_leaves, (unsigned long long)leaves,
-			(unsigned long long)t->nr_routes, (unsigned long long)routes,
-			(unsigned long long)t->nr_tnodes, (unsigned long long)tnodes);
+			(unsigned long long)t->nr_leaves, (unsigned long long)cnt.leaves,
+			(unsigned long long)t->nr_routes, (unsigned long long)cnt.routes,
+			(unsigned long long)t->nr_tnodes, (unsigned long long)cnt.tnodes);
 		return -EUCLEAN;
 	}
 	return check_fb(t, err);
+}
+
+/* A leaf of @key with the routes @r[@nr] at @depth (@how: "", or " (inline)"). */
+static void dump_leaf(TKEY key, const struct fib_route *r, unsigned int nr, const char *how,
+		      unsigned int depth, FILE *f)
+{
+	char buf[64];
+
+	key_format(key, buf, sizeof(buf));
+	fprintf(f, "%*s|-- %s%s\n", (int)depth * 3, "", buf, how);
+	for (unsigned int i = 0; i < nr; i++)
+		fprintf(f, "%*s/%u type %u proto %u metric %u\n", (int)depth * 3 + 7, "", r[i].plen,
+			r[i].type, r[i].proto, r[i].metric);
 }
 
 static void dump_node(const struct node *n, unsigned int depth, FILE *f)
 {
 	char key[64];
 
-	key_format(n->key, key, sizeof(key));
 	if (node_is_leaf(n)) {
-		const struct leaf *l = node_leaf(n);
-
-		fprintf(f, "%*s|-- %s\n", (int)depth * 3, "", key);
-		for (unsigned int i = 0; i < l->n.nr; i++)
-			fprintf(f, "%*s/%u type %u proto %u metric %u\n", (int)depth * 3 + 7, "",
-				l->r[i].plen, l->r[i].type, l->r[i].proto, l->r[i].metric);
+		dump_leaf(n->key, node_leaf(n)->r, n->nr, "", depth, f);
 		return;
 	}
+	key_format(n->key, key, sizeof(key));
 	fprintf(f, "%*s+-- %s/%u %u %u %u\n", (int)depth * 3, "", key, KEYLEN - n->pos - n->bits,
 		n->bits, node_tnode(n)->full_children, node_tnode(n)->empty_children);
 	for (unsigned long i = 0; i < child_length(n); i++) {
 		uintptr_t s = slot_load(&node_tnode(n)->child[i]);
 
-		if (slot_inline(s)) {
-			key_format(inline_key(node_tnode(n), i), key, sizeof(key));
-			fprintf(f, "%*s|-- %s (inline)\n", (int)(depth + 1) * 3, "", key);
-			fprintf(f, "%*s/%u type %u proto %u metric %u\n", (int)(depth + 1) * 3 + 7,
-				"", inline_route(s)->plen, inline_route(s)->type,
-				inline_route(s)->proto, inline_route(s)->metric);
-		} else if (slot_node(s)) {
+		if (slot_inline(s))
+			dump_leaf(inline_key(node_tnode(n), i), slot_route(s), 1, " (inline)",
+				  depth + 1, f);
+		else if (slot_node(s))
 			dump_node(slot_node(s), depth + 1, f);
-		}
 	}
 }
 

@@ -341,9 +341,11 @@ void fib_reclaim_barrier(struct fib *f);
 /*
  * Writer, when it goes idle: hands the last few retired objects (staged by
  * the writer, at most 32 small ones) to the background thread to free, and
- * trims the allocator if enough of its memory is free (see fib_mem_trim();
- * fib_table_flush() does the same). After a bulk load (fib_bulk_end()
- * leaves it) this is where the memory the load freed goes back.
+ * trims the allocator if enough of its memory is free, counting what waits
+ * for its grace period; then it waits for that grace period first, as
+ * fib_mem_trim() does (fib_table_flush() does the same). After a bulk load
+ * (fib_bulk_end() leaves it) this is where the memory the load freed goes
+ * back.
  */
 void fib_reclaim_flush(struct fib *f);
 /*

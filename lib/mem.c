@@ -140,12 +140,14 @@ struct mem *mem_new(void)
 	return m;
 }
 
+static void mem_huge_free(void *p, size_t size);
+
 void mem_destroy(struct mem *m)
 {
 	if (!m)
 		return;
 	for (unsigned int i = 0; i < m->n_blocks; i++)
-		free(m->blocks[i].base);
+		mem_huge_free(m->blocks[i].base, MEM_BLOCK_SIZE);
 	free(m->blocks);
 	free(m->pool);
 	pthread_mutex_destroy(&m->chunk_lock);
@@ -157,16 +159,64 @@ static size_t mem_round(size_t size)
 	return (size + MEM_GRAIN - 1) & ~(size_t)(MEM_GRAIN - 1);
 }
 
-/* Memory for big objects, on huge pages where the kernel has them. */
+/* A mapping's length for @size bytes: whole chunks, so whole pages of any size. */
+static size_t mem_map_len(size_t size)
+{
+	return (size + MEM_CHUNK_SIZE - 1) & ~(size_t)(MEM_CHUNK_SIZE - 1);
+}
+
+#ifndef LCFIB_MEM_MALLOC_ONLY
+/*
+ * Memory for big objects (MEM_BLOCK_SIZE and up), on huge pages where the
+ * kernel has them: mapped at a MEM_BLOCK_SIZE boundary, and no more. Not
+ * posix_memalign(): glibc maps twice the size and keeps its header in the
+ * half before the object, which the kernel may back with a huge page of
+ * its own (2 MiB resident for nothing, seen after a reload).
+ */
+static void *mem_huge_alloc(size_t size)
+{
+	size_t len = mem_map_len(size);
+	char *p = mmap(NULL, len + MEM_BLOCK_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *q;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	q = (char *)(((uintptr_t)p + MEM_BLOCK_SIZE - 1) & ~(uintptr_t)(MEM_BLOCK_SIZE - 1));
+	if (q > p)
+		munmap(p, (size_t)(q - p));
+	munmap(q + len, (size_t)(p + MEM_BLOCK_SIZE - q));
+	madvise(q, len, MADV_HUGEPAGE); /* advice only: failure is harmless */
+	return q;
+}
+
+static void mem_huge_free(void *p, size_t size)
+{
+	munmap(p, mem_map_len(size));
+}
+#else
+/* Sanitizer builds: from malloc, so that ASan sees a use after free. */
 static void *mem_huge_alloc(size_t size)
 {
 	void *p;
 
-	/* posix_memalign: aligned_alloc() wants the size a multiple of the alignment. */
-	if (posix_memalign(&p, MEM_BLOCK_SIZE, size))
-		return NULL;
-	madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
-	return p;
+	return posix_memalign(&p, MEM_BLOCK_SIZE, size) ? NULL : p;
+}
+
+static void mem_huge_free(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+#endif
+
+/* Frees a big object, from malloc or mem_huge_alloc() by its @size. */
+static void mem_big_free(void *p, size_t size)
+{
+	if (size >= MEM_BLOCK_SIZE)
+		mem_huge_free(p, size);
+	else
+		free(p);
 }
 
 #if MEM_SLAB_LIMIT
@@ -347,7 +397,7 @@ void mem_free(struct mem *m, enum mem_class c, void *p, size_t size)
 		return;
 	}
 #endif
-	free(p);
+	mem_big_free(p, size);
 }
 
 /* ------------------------------------------------------------- arenas */
@@ -492,7 +542,7 @@ void mem_free_many(struct mem *m, const struct mem_obj *v, size_t n)
 			continue;
 		}
 #endif
-		free(v[i].p);
+		mem_big_free(v[i].p, size);
 	}
 	for (unsigned int c = 0; c < MEM_CLASS_MAX; c++) {
 		if (objects[c]) {
@@ -687,13 +737,14 @@ static void mem_slab_figures(const struct mem *m, uint64_t *held, uint64_t *free
 	*free_bytes = *held > *live ? *held - *live : 0;
 }
 
-bool mem_trim_due(struct mem *m)
+bool mem_trim_due(struct mem *m, uint64_t coming)
 {
 	uint64_t held, free_bytes, live;
 
 	mem_slab_figures(m, &held, &free_bytes, &live);
 	if (free_bytes < m->trim_mark)
 		m->trim_mark = free_bytes;
+	free_bytes += coming;
 	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= m->trim_mark + MEM_TRIM_STEP;
 }
 

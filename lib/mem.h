@@ -4,7 +4,8 @@
  *
  * Small objects (up to MEM_SLAB_MAX bytes) come from size-class slabs of
  * 64 KiB chunks: no per-object header, so a 24-byte leaf costs 24 bytes.
- * Larger ones come from malloc. Every allocation names its class, so the
+ * Larger ones come from malloc, and those of 2 MiB and more from mappings
+ * of their own, on huge pages. Every allocation names its class, so the
  * daemon can say where its memory is (the spirit of BIRD's `show memory`).
  * mem_trim() gives the chunks whose objects are all free back to the
  * system (madvise MADV_DONTNEED) and keeps them for reuse by any size.
@@ -23,7 +24,12 @@
 
 #include "lib/stats.h" /* enum mem_class, struct mem_stats */
 
-#define MEM_SLAB_MAX 512 /* largest size served from slabs */
+/*
+ * The largest size served from slabs: an IPv4 node of 6 bits (600 bytes)
+ * too, of which the full view has thousands. From glibc's arenas, those a
+ * flush freed were not all given back, and a reload kept 1 MiB more.
+ */
+#define MEM_SLAB_MAX 1024
 
 struct mem;
 
@@ -61,9 +67,10 @@ void mem_free_many(struct mem *m, const struct mem_obj *v, size_t n);
 uint64_t mem_trim(struct mem *m);
 /*
  * Writer: whether a trim is worth its walk -- free slab bytes over a fifth
- * of the slab memory held, and 4 MiB more than after the last trim.
+ * of the slab memory held, and 4 MiB more than after the last trim --
+ * once @coming more bytes are freed (retired ones waiting for readers).
  */
-bool mem_trim_due(struct mem *m);
+bool mem_trim_due(struct mem *m, uint64_t coming);
 
 /*
  * A second thread's allocations while the writer allocates too (a bulk

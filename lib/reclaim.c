@@ -278,7 +278,7 @@ static void reclaim_note_retired(struct reclaim *r, size_t size)
 }
 
 /* Freed first: what is freed was retired before, so the difference is never negative. */
-static uint64_t reclaim_pending(struct reclaim *r)
+uint64_t reclaim_pending_bytes(const struct reclaim *r)
 {
 	uint64_t freed = uatomic_read(&r->freed_bytes);
 
@@ -294,7 +294,7 @@ void reclaim_retire(struct reclaim *r, void *p, size_t size, enum mem_class c)
 
 	r->stage[r->n_stage++] = (struct mem_obj){ .p = p, .size = (uint32_t)size, .cls = c };
 	reclaim_note_retired(r, size);
-	over = reclaim_pending(r) >= sync_mem;
+	over = reclaim_pending_bytes(r) >= sync_mem;
 	if (!over && r->n_stage < RECLAIM_STAGE_ITEMS && size < RECLAIM_STAGE_BIG)
 		return;
 
@@ -373,7 +373,7 @@ void reclaim_get_stats(const struct reclaim *r, struct reclaim_stats *st)
 {
 	uint64_t freed = uatomic_read(&r->freed_bytes);
 
-	cmm_smp_rmb(); /* freed first, as reclaim_pending() */
+	cmm_smp_rmb(); /* freed first, as reclaim_pending_bytes() */
 	st->retired_bytes = uatomic_read(&r->retired_bytes);
 	st->freed_bytes = freed;
 	st->pending_bytes = st->retired_bytes - freed;

@@ -60,6 +60,9 @@ void reclaim_flush(struct reclaim *r);
 /* Writer only: returns when everything retired before the call has been freed. */
 void reclaim_barrier(struct reclaim *r);
 
+/* Any thread: the bytes retired and not yet freed. */
+uint64_t reclaim_pending_bytes(const struct reclaim *r);
+
 /*
  * Any thread. Returns 0, or -ERANGE (nothing changed) when @bytes is
  * outside RECLAIM_SYNC_MEM_MIN..RECLAIM_SYNC_MEM_MAX. Honoured at the

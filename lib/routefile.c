@@ -294,6 +294,25 @@ static void rf_big_free(void *p, size_t size)
 		munmap(p, size);
 }
 
+/*
+ * Maps @size bytes, zeroed, that will not move: only the pages touched are
+ * backed. Also for the load's buffers of megabytes (the read buffer, the
+ * parser's state) that malloc would map: once glibc frees a mapped block
+ * it serves blocks up to that size from the thread's arena, whose top
+ * malloc_trim() does not give back, and lcfibd kept 6 MiB more after each
+ * reload of a route file.
+ */
+static void *rf_big_reserve(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE);
+	return p;
+}
+
 /* The ops and their runs; routefile_routes() still counts them. */
 static void rf_ops_free(struct routefile *rf)
 {
@@ -1910,7 +1929,7 @@ static int rf_read_error(const struct routefile *rf, int ret, struct errbuf *err
 int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err)
 {
 	const char *name = rf->opts.name;
-	char *buf = malloc(RF_READ_CHUNK);
+	char *buf = rf_big_reserve(RF_READ_CHUNK);
 	ssize_t n;
 	int ret = 0;
 
@@ -1934,7 +1953,7 @@ int routefile_read_fd(struct routefile *rf, int fd, struct errbuf *err)
 		if (ret || n == 0)
 			break;
 	}
-	free(buf);
+	rf_big_free(buf, RF_READ_CHUNK);
 	return rf_read_error(rf, ret, err);
 }
 
@@ -2289,7 +2308,7 @@ static void rf_pipe_free(struct routefile *rf)
 	free(pp->old);
 	pthread_cond_destroy(&pp->more);
 	pthread_mutex_destroy(&pp->lock);
-	free(pp);
+	rf_big_free(pp, sizeof(*pp));
 	rf->pipe = NULL;
 }
 
@@ -2433,18 +2452,6 @@ static void *rf_pipe_main(void *arg)
 	return NULL;
 }
 
-/* Maps @size bytes that will not move: only the pages touched are backed. */
-static void *rf_big_reserve(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, size, MADV_HUGEPAGE);
-	return p;
-}
-
 /*
  * Starts a load of @size bytes (of @fd, or @buf): the ops array and the
  * journal mapped for the most ops that many bytes can hold, and the parser
@@ -2461,7 +2468,7 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	/* The ops are the largest of the three arrays. */
 	if (cap > SIZE_MAX / sizeof(*rf->ops))
 		return false;
-	pp = calloc(1, sizeof(*pp));
+	pp = rf_big_reserve(sizeof(*pp)); /* 2 MiB: its radix buffers */
 	if (!pp)
 		return false;
 	rf->ops = rf_big_reserve(cap * sizeof(*rf->ops));
@@ -2489,7 +2496,7 @@ static bool rf_pipe_start(struct routefile *rf, int fd, const char *buf, size_t 
 	rf_pipe_free(rf);
 	pp = NULL;
 unmap:
-	free(pp);
+	rf_big_free(pp, sizeof(*pp));
 	rf_big_free(rf->ops, cap * sizeof(*rf->ops));
 	rf_big_free(rf->runs, cap * sizeof(*rf->runs));
 	rf_big_free(rf->journal, cap * sizeof(*rf->journal));

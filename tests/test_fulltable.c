@@ -761,6 +761,53 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
 	}
 }
 
+/*
+ * A flush gives its memory back by itself. Its trim waits for the grace
+ * period of the last nodes it retired, which lie spread over chunks
+ * otherwise free: a trim after it finds no wholly free chunk left (it
+ * found 6 MiB when the flush trimmed before that grace period). And the
+ * family loaded again, one route at a time as at first, holds no more
+ * slab memory than the first load left held.
+ */
+static void test_fulltable_flush_gives_its_memory_back(void **state)
+{
+	struct ft *s = *state;
+	struct ft t = *s;
+	struct fib_state loaded, flushed, reloaded;
+
+	ft_need_data(s);
+	t.fib = fib_new();
+	assert_non_null(t.fib);
+	t.ref4 = ref_new(AF_INET);
+	t.ref6 = ref_new(AF_INET6);
+	ft_add_all(&t, t.data.v4, t.data.n4, t.ref4, t.gw4);
+	ft_add_all(&t, t.data.v6, t.data.n6, t.ref6, t.gw6);
+	fib_reclaim_flush(t.fib); /* the writer going idle, as lcfibd's does */
+	fib_get_state(t.fib, &loaded);
+	assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET), 0);
+	fib_reclaim_flush(t.fib);
+	fib_get_state(t.fib, &flushed);
+	print_message("  slab held: %llu after the load (%llu free), %llu after a flush "
+		      "of IPv4 (%llu free, %llu trims)\n",
+		      (unsigned long long)loaded.mem.slab_bytes,
+		      (unsigned long long)loaded.mem.slab_free_bytes,
+		      (unsigned long long)flushed.mem.slab_bytes,
+		      (unsigned long long)flushed.mem.slab_free_bytes,
+		      (unsigned long long)flushed.mem.trims);
+	assert_int_equal(fib_mem_trim(t.fib), 0);
+	ft_add_all(&t, t.data.v4, t.data.n4, t.ref4, t.gw4);
+	fib_reclaim_flush(t.fib);
+	fib_get_state(t.fib, &reloaded);
+	print_message("  slab held after IPv4 again: %llu (%llu free)\n",
+		      (unsigned long long)reloaded.mem.slab_bytes,
+		      (unsigned long long)reloaded.mem.slab_free_bytes);
+	assert_true(reloaded.mem.slab_bytes <= loaded.mem.slab_bytes);
+	fib_reclaim_barrier(t.fib);
+	fib_destroy(t.fib);
+	ref_free(t.ref4);
+	ref_free(t.ref6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_fulltable_root_threshold_resizes_the_root),
 		cmocka_unit_test(test_fulltable_delete_all_returns_memory),
 		cmocka_unit_test(test_fulltable_flush_keeps_the_reclamation_bound),
+		cmocka_unit_test(test_fulltable_flush_gives_its_memory_back),
 	};
 
 #ifdef TDATA_UNDER_TSAN

@@ -7,6 +7,7 @@
  * mem_free_many() frees as mem_free() does. In a malloc-only (sanitizer)
  * build the trim gives nothing back and only counts itself.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,7 +152,7 @@ static void test_mem_trim_gives_back_wholly_free_chunks_only(void **state)
 
 	(void)state;
 	assert_true(want >= 8 * CHUNK);
-	assert_true(mem_trim_due(o->m));
+	assert_true(mem_trim_due(o->m, 0));
 	assert_int_equal(mem_trim(o->m), want);
 	after = stats(o->m);
 	assert_int_equal(after.slab_released_bytes, want);
@@ -160,7 +161,9 @@ static void test_mem_trim_gives_back_wholly_free_chunks_only(void **state)
 	assert_int_equal(after.slab_bytes, before.slab_bytes - want);
 	assert_int_equal(after.slab_free_bytes, before.slab_free_bytes - want);
 	assert_int_equal(after.live_bytes, before.live_bytes);
-	assert_false(mem_trim_due(o->m));
+	assert_false(mem_trim_due(o->m, 0));
+	/* Retired bytes on their way count as free: a trim would be due once they are. */
+	assert_true(mem_trim_due(o->m, 64u << 20));
 	/* The pages are gone; the chunks that keep an object are all there. */
 	for (unsigned int i = 0; i < NR_OBJS; i++) {
 		if (chunk_of(o->p[i]) % 2 == 0 && !freed_one++)
@@ -393,7 +396,7 @@ static void test_mem_free_many_frees_as_mem_free_does(void **state)
 	static const struct {
 		enum mem_class cls;
 		uint32_t size;
-	} kind[] = { { MEM_LEAF, 24 }, { MEM_TNODE, 42 }, { MEM_NH, 64 }, { MEM_TNODE, 600 } };
+	} kind[] = { { MEM_LEAF, 24 }, { MEM_TNODE, 42 }, { MEM_NH, 64 }, { MEM_TNODE, 1176 } };
 	const size_t n = 200000;
 	struct many w = { .one = mem_new(), .many = mem_new() };
 	void **a = calloc(n, sizeof(*a)), **b = calloc(n, sizeof(*b));
@@ -454,10 +457,57 @@ static void test_mem_free_many_frees_as_mem_free_does(void **state)
 	free(b);
 }
 
+/*
+ * Objects of 2 MiB and more are mappings of their own: aligned to 2 MiB,
+ * counted as large, and unmapped when freed, one at a time or in a batch.
+ */
+static void test_mem_huge_objects_are_mappings_of_their_own(void **state)
+{
+	const size_t size = (2u << 20) + 64, n = 4;
+	struct mem *m = mem_new();
+	struct mem_obj v[2];
+	struct mem_stats st;
+	void *p[4];
+
+	(void)state;
+	assert_non_null(m);
+	for (size_t i = 0; i < n; i++) {
+		p[i] = mem_alloc(m, MEM_FALLBACK, size);
+		assert_non_null(p[i]);
+		assert_int_equal((uintptr_t)p[i] % (2u << 20), 0);
+		fill(p[i], size / 8 * 8, i);
+	}
+	st = stats(m);
+	assert_int_equal(st.cls[MEM_FALLBACK].objects, n);
+	assert_int_equal(st.cls[MEM_FALLBACK].bytes, n * size);
+	assert_int_equal(st.large_bytes, n * size);
+	for (size_t i = 0; i < n; i++)
+		assert_true(holds(p[i], size / 8 * 8, i));
+	mem_free(m, MEM_FALLBACK, p[0], size);
+	mem_free(m, MEM_FALLBACK, p[1], size);
+	v[0] = (struct mem_obj){ .p = p[2], .size = (uint32_t)size, .cls = MEM_FALLBACK };
+	v[1] = (struct mem_obj){ .p = p[3], .size = (uint32_t)size, .cls = MEM_FALLBACK };
+	mem_free_many(m, v, 2);
+	st = stats(m);
+	assert_int_equal(st.cls[MEM_FALLBACK].objects, 0);
+	assert_int_equal(st.large_bytes, 0);
+#ifndef LCFIB_MEM_MALLOC_ONLY
+	/* Given back: no page of them is mapped any more (msync says ENOMEM). */
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(msync(p[i], 4096, MS_ASYNC), -1);
+		assert_int_equal(errno, ENOMEM);
+		assert_int_equal(msync((char *)p[i] + size - 1 - (size - 1) % 4096, 4096, MS_ASYNC),
+				 -1);
+	}
+#endif
+	mem_destroy(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_free_many_frees_as_mem_free_does),
+		cmocka_unit_test(test_mem_huge_objects_are_mappings_of_their_own),
 		cmocka_unit_test(test_mem_arena_allocates_beside_the_writer),
 #ifndef LCFIB_MEM_MALLOC_ONLY
 		cmocka_unit_test(test_mem_trim_gives_back_wholly_free_chunks_only),

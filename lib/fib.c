@@ -13,6 +13,7 @@
 
 #include "lib/cache-int.h"
 #include "lib/err.h"
+#include "lib/fib-int.h"
 #include "lib/mem.h"
 #include "lib/nh-int.h"
 #include "lib/reclaim.h"
@@ -306,6 +307,11 @@ void fib_reclaim_flush(struct fib *f)
 {
 	reclaim_flush(f->rc);
 	fib_mem_trim_if_due(f);
+}
+
+struct mem *fib_mem(struct fib *f)
+{
+	return f->mem;
 }
 
 uint64_t fib_mem_trim(struct fib *f)
@@ -1143,6 +1149,16 @@ static int fib_table_filter(struct fib *f, struct fib_table *tb,
 		for (unsigned int i = 0; i < np; i++) {
 			p.plen = plens[i];
 			ret = fib_table_edit(tb, &p, fib_filter_fn, &ed);
+			if (ret == -ENOMEM) {
+				/*
+				 * Taking some of a leaf's prefixes out copies the leaf.
+				 * What the removals so far retired, freed once readers
+				 * are done, may well hold the copy: once more then.
+				 */
+				ed.n_removed = 0;
+				reclaim_barrier(f->rc);
+				ret = fib_table_edit(tb, &p, fib_filter_fn, &ed);
+			}
 			if (ret && ret != -EALREADY)
 				return ret;
 			fib_release_removed(f, &ed);

@@ -175,7 +175,13 @@ int fib_undo_revert(struct fib *f, struct fib_undo *u, struct errbuf *err);
 /* Writer. Keeps the edit: drops the reference @u holds. */
 void fib_undo_release(struct fib *f, struct fib_undo *u);
 
-/* Writer. Removes every route of @table (0: all tables) and @family (AF_UNSPEC: both). */
+/*
+ * Writer. Removes every route of @table (0: all tables) and @family
+ * (AF_UNSPEC: both). Returns 0, or -ENOMEM when a leaf that keeps some of
+ * its prefixes could not be copied even after a grace period freed what
+ * the flush retired: the routes before it are gone, the rest whole; a
+ * second flush goes on.
+ */
 int fib_table_flush(struct fib *f, uint32_t table, int family);
 
 /*
@@ -219,7 +225,11 @@ int fib_set_root_threshold(struct fib *f, unsigned int percent);
 
 /* Writer. Nexthop objects (RTM_NEWNEXTHOP / RTM_DELNEXTHOP). */
 int fib_nh_set(struct fib *f, const struct nh_obj_cfg *cfg, unsigned int flags, struct errbuf *err);
-/* Deletes object @id and every route that uses it, directly or through a group. */
+/*
+ * Deletes object @id and every route that uses it, directly or through a
+ * group. Without the memory, -ENOMEM may come after some of those routes
+ * went (the FIB is sound); a second delete goes on.
+ */
 int fib_nh_del(struct fib *f, uint32_t id, struct errbuf *err);
 
 /* Reader or writer. The table, or NULL. Tables live as long as the FIB. */

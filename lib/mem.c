@@ -113,6 +113,9 @@ struct mem {
 	unsigned int n_pool;
 	char *block_carve, *block_end;
 	uint64_t trim_mark; /* free slab bytes after the last trim, or fewer since */
+	/* mem_fail_after(): under chunk_lock; the flag and the count are read without it. */
+	bool fail_on;
+	uint64_t fail_skip, fail_count, failed;
 	struct mem_alloc_counts a __attribute__((aligned(64)));
 	struct mem_free_counts f __attribute__((aligned(64)));
 };
@@ -159,13 +162,13 @@ static size_t mem_round(size_t size)
 	return (size + MEM_GRAIN - 1) & ~(size_t)(MEM_GRAIN - 1);
 }
 
+#ifndef LCFIB_MEM_MALLOC_ONLY
 /* A mapping's length for @size bytes: whole chunks, so whole pages of any size. */
 static size_t mem_map_len(size_t size)
 {
 	return (size + MEM_CHUNK_SIZE - 1) & ~(size_t)(MEM_CHUNK_SIZE - 1);
 }
 
-#ifndef LCFIB_MEM_MALLOC_ONLY
 /*
  * Memory for big objects (MEM_BLOCK_SIZE and up), on huge pages where the
  * kernel has them: mapped at a MEM_BLOCK_SIZE boundary, and no more. Not
@@ -364,10 +367,51 @@ static void *mem_slab_alloc(struct mem *m, size_t size)
 }
 #endif
 
+/* mem_fail_after()'s choice for this allocation: true to fail it. */
+static bool mem_fail_slow(struct mem *m)
+{
+	bool fail = false;
+
+	pthread_mutex_lock(&m->chunk_lock);
+	if (m->fail_skip) {
+		m->fail_skip--;
+	} else if (m->fail_count) {
+		fail = true;
+		uatomic_set(&m->failed, m->failed + 1);
+		if (!--m->fail_count)
+			uatomic_set(&m->fail_on, false);
+	}
+	pthread_mutex_unlock(&m->chunk_lock);
+	return fail;
+}
+
+static inline bool mem_fail_now(struct mem *m)
+{
+	return __builtin_expect(uatomic_read(&m->fail_on), 0) && mem_fail_slow(m);
+}
+
+void mem_fail_after(struct mem *m, uint64_t after, uint64_t count)
+{
+	pthread_mutex_lock(&m->chunk_lock);
+	m->fail_skip = after;
+	m->fail_count = count;
+	uatomic_set(&m->fail_on, count > 0);
+	pthread_mutex_unlock(&m->chunk_lock);
+}
+
+uint64_t mem_failed(const struct mem *m)
+{
+	return uatomic_read(&m->failed);
+}
+
 void *mem_alloc(struct mem *m, enum mem_class c, size_t size)
 {
 	void *p;
 
+	if (mem_fail_now(m)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	size = mem_round(size ? size : 1);
 #if MEM_SLAB_LIMIT
 	if (size <= MEM_SLAB_LIMIT)
@@ -456,6 +500,10 @@ void *mem_arena_alloc(struct mem_arena *a, enum mem_class c, size_t size)
 {
 	void *p;
 
+	if (mem_fail_now(a->m)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	size = mem_round(size ? size : 1);
 #if MEM_SLAB_LIMIT
 	if (size <= MEM_SLAB_LIMIT) {

@@ -384,6 +384,15 @@ static inline unsigned int inline_plen(uintptr_t s)
 	return slot_pos(s) - 1;
 }
 
+/*
+ * Whether the slot @s, an inline leaf, may sit inline under a node of pos
+ * @pos (KEYLEN + 1 for the trie's root slot, which holds none).
+ */
+static inline bool inline_fits(uintptr_t s, unsigned int pos)
+{
+	return inline_plen(s) + pos <= KEYLEN;
+}
+
 static inline struct node *slot_node(uintptr_t s)
 {
 	/* 0 for a route: (s & SLOT_ROUTE) - 1 masks everything out when the bit is set. */
@@ -1139,16 +1148,20 @@ static void update_children(struct tnode *tn)
 	}
 }
 
-/* Unwinds a failed inflate or halve: @tn and the new nodes under it were never published. */
+/*
+ * Unwinds a failed inflate or halve: @tn and the new nodes under it were
+ * never published. Only internal nodes are read (a slot's bits tell them):
+ * the leaves the unwind made may be freed already.
+ */
 static void tnode_free_new(struct TRIE *t, struct tnode *tn)
 {
 	const unsigned long len = child_length(&tn->n);
 
 	for (unsigned long i = 0; i < len; i++) {
-		struct node *c = child_get(tn, i);
+		uintptr_t s = slot_writer(tn->child[i]);
 
-		if (c && !node_is_leaf(c) && node_tnode(c)->parent == tn)
-			tnode_free_new(t, node_tnode(c));
+		if (slot_bits(s) && node_tnode(slot_node(s))->parent == tn)
+			tnode_free_new(t, node_tnode(slot_node(s)));
 	}
 	node_free_unpublished(t, &tn->n);
 }
@@ -1421,7 +1434,7 @@ static int fill_up(struct TRIE *t, struct tnode *tn, unsigned long i, const stru
 {
 	uintptr_t s = slot_writer(u->child[j]), ns;
 
-	if (!slot_inline(s) || inline_plen(s) + tn->n.pos <= KEYLEN) {
+	if (!slot_inline(s) || inline_fits(s, tn->n.pos)) {
 		fill_child(tn, i, u, j);
 		return 0;
 	}
@@ -1635,7 +1648,7 @@ static int halve(struct TRIE *t, struct tnode *oldtn)
 			unsigned long j = s1 ? i + 1 : i;
 			uintptr_t s = s1 | s0, ns;
 
-			if (slot_inline(s) && inline_plen(s) + tn->n.pos > KEYLEN) {
+			if (slot_inline(s) && !inline_fits(s, tn->n.pos)) {
 				ns = leaf_materialize(t, s, inline_key(oldtn, j));
 				if (!ns) {
 					halve_unwind(t, tn, oldtn);
@@ -1683,7 +1696,7 @@ static struct tnode *collapse(struct TRIE *t, struct tnode *oldtn)
 	for (i = child_length(&oldtn->n); !s && i;)
 		s = slot_writer(oldtn->child[--i]);
 	ns = s;
-	if (slot_inline(s) && (!tp || inline_plen(s) + tp->n.pos > KEYLEN)) {
+	if (slot_inline(s) && !inline_fits(s, tp ? tp->n.pos : KEYLEN + 1)) {
 		ns = leaf_materialize(t, s, inline_key(oldtn, i));
 		if (!ns)
 			return tp;
@@ -1728,10 +1741,14 @@ static struct tnode *resize(struct TRIE *t, struct tnode *tn)
 		steps += k;
 		tn = node_tnode(slot_get(t, tp, cindex));
 	}
-	/* Inflating never leaves a node to halve or collapse. */
+	/*
+	 * Inflating never leaves a node to halve or collapse, but for one an
+	 * allocation failure left unresized: a node of 1 bit with a leaf and
+	 * a full child, whose leaf goes, inflates with one child left.
+	 */
 	if (steps || inflated) {
 		resize_full_children(t, tn);
-		return tp;
+		return should_collapse(tn) ? collapse(t, tn) : tp;
 	}
 	while (should_halve(t, tp, tn) && max_work) {
 		if (halve(t, tn) < 0)
@@ -1929,7 +1946,7 @@ static bool rebuild_children(struct rebuild *rb, struct tnode *tn, size_t lo, si
 		if (c - a == 1) {
 			s = rb->slot[a];
 			slen = rb->slen[a];
-			if (slot_inline(s) && inline_plen(s) + pos > KEYLEN) {
+			if (slot_inline(s) && !inline_fits(s, pos)) {
 				/* It may not stay inline here: a leaf of its own (see rebuild()).
 				 */
 				struct leaf *l = rebuild_alloc(rb, MEM_LEAF, leaf_size(1));
@@ -4023,6 +4040,23 @@ static int check_inline(const struct TRIE *t, const struct tnode *tn, unsigned l
 	return 0;
 }
 
+/*
+ * Whether @tn, of one child, is what a collapse without memory leaves:
+ * its child an inline leaf that @parent's slot could not hold inline, so
+ * the collapse needed a leaf for it (collapse()). A later resize tries again.
+ */
+static bool check_collapse_failed(const struct tnode *tn, const struct tnode *parent)
+{
+	for (unsigned long i = 0; i < child_length(&tn->n); i++) {
+		uintptr_t s = slot_writer(tn->child[i]);
+
+		if (s)
+			return slot_inline(s) &&
+			       !inline_fits(s, parent ? parent->n.pos : KEYLEN + 1);
+	}
+	return false;
+}
+
 static int check_node(const struct TRIE *t, const struct node *n, const struct tnode *parent,
 		      bool deferred, struct check_counts *cnt, struct errbuf *err)
 {
@@ -4104,7 +4138,7 @@ static int check_node(const struct TRIE *t, const struct node *n, const struct t
 	}
 	used = child_length(n) - empty;
 	if (empty != tn->empty_children || full != tn->full_children || slen != n->slen ||
-	    (used < 2 && !deferred)) {
+	    (used < 2 && !deferred && !check_collapse_failed(tn, parent))) {
 		err_set(err,
 			"tnode %#llx/pos %u/bits %u: counts empty %u (is %lu) full %u (is %lu), "
 			"slen %u (is %u), %lu children",

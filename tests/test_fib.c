@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "lib/fib.h"
+#include "lib/fib-int.h"
 #include "tests/ref.h"
 #include "tests/tdata.h"
 
@@ -909,94 +909,85 @@ static void test_fib_exact_metric_delete_and_find(void **state)
 	assert_int_equal(n, 0);
 }
 
-static void test_fib_random_churn_keeps_fib_consistent(void **state)
+static const unsigned int churn_flags[] = {
+	FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
+	FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE, 0,
+};
+
+/*
+ * One edit of the churn, chosen by @x: a route of 10.0-3.x/16-24 added
+ * or deleted, a nexthop object (1..4 paths, 5..8 groups of them) set or
+ * deleted, and now and then a flush. Returns what the FIB said, or 1 when
+ * @x names a prefix with host bits (nothing was asked).
+ */
+static int churn_op(struct fib *f, uint64_t x, struct errbuf *err)
 {
-	static const unsigned int flag_sets[] = {
-		FIB_F_CREATE | FIB_F_EXCL,    FIB_F_CREATE,  FIB_F_CREATE | FIB_F_APPEND,
-		FIB_F_CREATE | FIB_F_REPLACE, FIB_F_REPLACE, 0,
-	};
-	struct fib *f = *state;
-	struct tdata_rng rng;
-	struct errbuf err;
-	int ok = 0, failed = 0;
+	unsigned int kind = (unsigned int)(x % 16);
+	char prefix[32], gw[32];
 
-	tdata_rng_seed(&rng, tdata_seed(11));
-	for (int op = 0; op < 60000; op++) {
-		uint64_t x = tdata_rng_next(&rng);
-		unsigned int kind = (unsigned int)(x % 16);
-		char prefix[32], gw[32];
-		int ret;
+	snprintf(prefix, sizeof(prefix), "10.%u.%u.0/%u", (unsigned int)(x >> 8) % 4,
+		 (unsigned int)(x >> 16) % 4 * 64, 16 + (unsigned int)(x >> 24) % 3 * 4);
+	snprintf(gw, sizeof(gw), "192.0.2.%u", 1 + (unsigned int)(x >> 32) % 6);
+	if (kind < 7) {
+		struct nh_path p = gw4(gw);
+		struct fib_rcfg rc;
 
-		snprintf(prefix, sizeof(prefix), "10.%u.%u.0/%u", (unsigned int)(x >> 8) % 4,
-			 (unsigned int)(x >> 16) % 4 * 64, 16 + (unsigned int)(x >> 24) % 3 * 4);
-		/* Host bits may be set by the length chosen: those adds must fail cleanly. */
-		snprintf(gw, sizeof(gw), "192.0.2.%u", 1 + (unsigned int)(x >> 32) % 6);
-		if (kind < 7) {
-			struct nh_path p = gw4(gw);
-			struct fib_rcfg rc;
-
-			memset(&rc, 0, sizeof(rc));
-			if (addr_parse_prefix(prefix, AF_INET, &rc.dst, &err))
-				continue;
-			rc.metric = (uint32_t)(x >> 40) % 3;
-			rc.flags = flag_sets[(x >> 44) % 6];
-			rc.type = (x >> 48) % 5 == 0 ? FIB_RT_BLACKHOLE : FIB_RT_UNICAST;
-			if (rc.type == FIB_RT_UNICAST) {
-				if ((x >> 52) % 3 == 0)
-					rc.nh_id = 1 + (uint32_t)(x >> 54) % 8;
-				else {
-					rc.n_paths = 1;
-					rc.paths = &p;
-				}
-			}
-			ret = fib_route_add(f, &rc, &err);
-		} else if (kind < 11) {
-			struct fib_rcfg rc;
-
-			memset(&rc, 0, sizeof(rc));
-			if (addr_parse_prefix(prefix, AF_INET, &rc.dst, &err))
-				continue;
-			rc.metric = (x >> 40) % 2 ? (uint32_t)(x >> 41) % 3 : 0;
-			ret = fib_route_del(f, &rc, &err);
-		} else if (kind < 14) {
-			/* Objects 1..4 single paths, 5..8 groups of them. */
-			struct nh_obj_cfg cfg;
-			uint32_t id = 1 + (uint32_t)(x >> 40) % 8;
-
-			memset(&cfg, 0, sizeof(cfg));
-			cfg.id = id;
-			cfg.family = AF_INET;
-			if (id <= 4) {
-				cfg.path = gw4(gw);
+		memset(&rc, 0, sizeof(rc));
+		if (addr_parse_prefix(prefix, AF_INET, &rc.dst, err))
+			return 1;
+		rc.metric = (uint32_t)(x >> 40) % 3;
+		rc.flags = churn_flags[(x >> 44) % 6];
+		rc.type = (x >> 48) % 5 == 0 ? FIB_RT_BLACKHOLE : FIB_RT_UNICAST;
+		if (rc.type == FIB_RT_UNICAST) {
+			if ((x >> 52) % 3 == 0) {
+				rc.nh_id = 1 + (uint32_t)(x >> 54) % 8;
 			} else {
-				cfg.n_members = (uint16_t)(1 + (x >> 44) % 3);
-				for (unsigned int i = 0; i < cfg.n_members; i++) {
-					cfg.member[i].id = 1 + (uint32_t)(i + (x >> 46)) % 4;
-					cfg.member[i].weight = (uint16_t)(1 + i);
-				}
+				rc.n_paths = 1;
+				rc.paths = &p;
 			}
-			ret = fib_nh_set(
-				f, &cfg,
-				(x >> 50) % 2 ? FIB_F_CREATE | FIB_F_REPLACE : FIB_F_CREATE, &err);
-		} else if (kind < 15) {
-			ret = fib_nh_del(f, 1 + (uint32_t)(x >> 40) % 8, &err);
-		} else {
-			ret = (x >> 40) % 50 ? 0 : fib_table_flush(f, 0, AF_UNSPEC);
 		}
-		if (ret)
-			failed++;
-		else
-			ok++;
-		if (op % 500 == 0) {
-			int c = fib_check(f, &err);
-
-			if (c)
-				fail_msg("op %d: %s", op, err.msg);
-		}
+		return fib_route_add(f, &rc, err);
 	}
+	if (kind < 11) {
+		struct fib_rcfg rc;
+
+		memset(&rc, 0, sizeof(rc));
+		if (addr_parse_prefix(prefix, AF_INET, &rc.dst, err))
+			return 1;
+		rc.metric = (x >> 40) % 2 ? (uint32_t)(x >> 41) % 3 : 0;
+		return fib_route_del(f, &rc, err);
+	}
+	if (kind < 14) {
+		struct nh_obj_cfg cfg;
+		uint32_t id = 1 + (uint32_t)(x >> 40) % 8;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.id = id;
+		cfg.family = AF_INET;
+		if (id <= 4) {
+			cfg.path = gw4(gw);
+		} else {
+			cfg.n_members = (uint16_t)(1 + (x >> 44) % 3);
+			for (unsigned int i = 0; i < cfg.n_members; i++) {
+				cfg.member[i].id = 1 + (uint32_t)(i + (x >> 46)) % 4;
+				cfg.member[i].weight = (uint16_t)(1 + i);
+			}
+		}
+		return fib_nh_set(f, &cfg,
+				  (x >> 50) % 2 ? FIB_F_CREATE | FIB_F_REPLACE : FIB_F_CREATE, err);
+	}
+	if (kind < 15)
+		return fib_nh_del(f, 1 + (uint32_t)(x >> 40) % 8, err);
+	return (x >> 40) % 50 ? 0 : fib_table_flush(f, 0, AF_UNSPEC);
+}
+
+/* Deletes what the churn made; its memory is then the empty FIB's. */
+static void churn_clean(struct fib *f)
+{
+	struct errbuf err;
+	struct fib_state st;
+
 	assert_int_equal(fib_check(f, &err), 0);
-	/* Both outcomes must have happened, or the churn tested little. */
-	assert_true(ok > 1000 && failed > 1000);
 	assert_int_equal(fib_table_flush(f, 0, AF_UNSPEC), 0);
 	for (uint32_t id = 5; id <= 8; id++)
 		fib_nh_del(f, id, &err);
@@ -1004,16 +995,124 @@ static void test_fib_random_churn_keeps_fib_consistent(void **state)
 		fib_nh_del(f, id, &err);
 	assert_int_equal(fib_check(f, &err), 0);
 	fib_reclaim_barrier(f);
-	{
-		struct fib_state st;
+	fib_get_state(f, &st);
+	assert_int_equal(st.routes4, 0);
+	assert_int_equal(st.nh_anonymous + st.nh_objects, 0);
+	assert_int_equal(st.mem.cls[MEM_NH].bytes, 0);
+	assert_int_equal(st.mem.cls[MEM_NH_INFO].bytes, 0);
+	assert_int_equal(st.mem.cls[MEM_LEAF].bytes, 0);
+}
 
-		fib_get_state(f, &st);
-		assert_int_equal(st.routes4, 0);
-		assert_int_equal(st.nh_anonymous + st.nh_objects, 0);
-		assert_int_equal(st.mem.cls[MEM_NH].bytes, 0);
-		assert_int_equal(st.mem.cls[MEM_NH_INFO].bytes, 0);
-		assert_int_equal(st.mem.cls[MEM_LEAF].bytes, 0);
+static void test_fib_random_churn_keeps_fib_consistent(void **state)
+{
+	struct fib *f = *state;
+	struct tdata_rng rng;
+	struct errbuf err;
+	int ok = 0, failed = 0;
+
+	tdata_rng_seed(&rng, tdata_seed(11));
+	for (int op = 0; op < 60000; op++) {
+		int ret = churn_op(f, tdata_rng_next(&rng), &err);
+
+		/* Host bits may be set by the length chosen: those adds must fail cleanly. */
+		if (ret == 1)
+			continue;
+		if (ret)
+			failed++;
+		else
+			ok++;
+		if (op % 500 == 0 && fib_check(f, &err))
+			fail_msg("op %d: %s", op, err.msg);
 	}
+	/* Both outcomes must have happened, or the churn tested little. */
+	assert_true(ok > 1000 && failed > 1000);
+	churn_clean(f);
+}
+
+/* Every route of the main IPv4 table, as `ip route` prints them, hashed (FNV-1a). */
+static int digest_fn(void *ctx, const struct addr_prefix *p, const struct fib_route *r)
+{
+	uint64_t *h = ctx;
+	char buf[256];
+
+	fib_route_format(p, r, buf, sizeof(buf));
+	for (const char *c = buf; *c; c++)
+		*h = (*h ^ (unsigned char)*c) * 0x100000001b3ull;
+	*h = (*h ^ '\n') * 0x100000001b3ull;
+	return 0;
+}
+
+static uint64_t fib_digest(struct fib *f)
+{
+	const struct fib_table *tb;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	fib_read_lock();
+	tb = fib_table_get_rcu(f, FIB_TABLE_MAIN, AF_INET);
+	if (tb)
+		fib_walk_rcu(tb, digest_fn, &h);
+	fib_read_unlock();
+	return h;
+}
+
+/*
+ * The churn out of memory: each edit first with one of its first six
+ * allocations failing (mem_fail_after()). An edit that fails so says
+ * -ENOMEM, with a message, and leaves the FIB as it was (its routes, its
+ * counts, fib_check()); made again, it does what it would have. One whose
+ * failure fell after its change (a resize, the root's fallbacks) leaves a
+ * sound FIB. Nothing leaks: emptied, its memory is the empty FIB's.
+ */
+static void test_fib_out_of_memory_leaves_fib_as_it_was(void **state)
+{
+	struct fib *f = *state;
+	struct mem *m = fib_mem(f);
+	struct tdata_rng rng;
+	struct errbuf err;
+	unsigned int enomem = 0, later = 0;
+
+	tdata_rng_seed(&rng, tdata_seed(13));
+	for (int op = 0; op < 30000; op++) {
+		uint64_t x = tdata_rng_next(&rng), h = fib_digest(f), failed = mem_failed(m);
+		struct fib_state a, b;
+		int ret;
+
+		fib_get_state(f, &a);
+		mem_fail_after(m, tdata_rng_next(&rng) % 6, 1);
+		err.msg[0] = 0;
+		ret = churn_op(f, x, &err);
+		mem_fail_after(m, 0, 0);
+		if (ret == -ENOMEM) {
+			enomem++;
+			fib_get_state(f, &b);
+			/* A removal of many (a flush, a nexthop's routes) may stop part way. */
+			if (x % 16 >= 14 ? b.routes4 > a.routes4
+					 : fib_digest(f) != h || a.routes4 != b.routes4 ||
+						   a.nh_objects != b.nh_objects ||
+						   a.nh_anonymous != b.nh_anonymous)
+				fail_msg("op %d: out of memory (%s), yet the FIB changed: %llu "
+					 "routes "
+					 "before, %llu after",
+					 op, err.msg, (unsigned long long)a.routes4,
+					 (unsigned long long)b.routes4);
+			assert_true(x % 16 == 15 || err.msg[0] != 0);
+			if (fib_check(f, &err))
+				fail_msg("op %d: after a failure for want of memory: %s", op,
+					 err.msg);
+			ret = churn_op(f, x, &err);
+		} else if (mem_failed(m) != failed) {
+			later++;
+			if (fib_check(f, &err))
+				fail_msg("op %d: after an allocation failed past the edit: %s", op,
+					 err.msg);
+		}
+		assert_int_not_equal(ret, -ENOMEM);
+	}
+	print_message("  %u edits failed for want of memory and were made again; in %u, "
+		      "an allocation past the edit failed\n",
+		      enomem, later);
+	assert_true(enomem > 1000 && later > 0);
+	churn_clean(f);
 }
 
 /* ------------------------------------------------ IPv6: siblings */
@@ -1643,6 +1742,7 @@ int main(void)
 		T(test_fib_bulk_deletes_leave_a_valid_trie),
 		T(test_fib_exact_metric_delete_and_find),
 		T(test_fib_random_churn_keeps_fib_consistent),
+		T(test_fib_out_of_memory_leaves_fib_as_it_was),
 		T(test_fib_undo_reverts_edits_exactly),
 		T(test_fib_undo_release_keeps_edits),
 		T(test_addr_parses_masks_and_refuses_host_bits),

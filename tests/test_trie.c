@@ -551,6 +551,9 @@ struct diff {
 	unsigned int max_bits_seen;
 	uint64_t max_prefixes, max_tnodes;
 	unsigned int emptied;
+	/* Out of memory: each edit first with one of its allocations failing (diff_edit()). */
+	bool inject;
+	unsigned long enomem, resize_failed;
 };
 
 static void diff_live_push(struct diff *d, tkey key, unsigned int plen)
@@ -577,6 +580,57 @@ static void diff_keys_add(struct diff *d, tkey key, int delta)
 		assert_int_equal(ref_del(d->keys, &kp), 0);
 }
 
+static void diff_find(struct diff *d, tkey key, unsigned int plen);
+
+/* The trie's own check after an edit that met an allocation failure. */
+static void diff_check_after(struct diff *d, tkey key, unsigned int plen, const char *what)
+{
+	struct errbuf err = { { 0 } };
+
+	if (tt_check(d->tt, &err))
+		fail_msg("op %lu: set %s %s: trie check: %s", d->op, tt_str(d->tt, key, (int)plen),
+			 what, err.msg);
+}
+
+/*
+ * The edit of diff_set(). When the differential injects failures, one of
+ * the first eight allocations the edit makes fails first (mem_fail_after()):
+ * an edit that fails so must say -ENOMEM and leave everything as it was,
+ * and is made again; one whose failure fell in the resizes after it
+ * succeeds, and the checks that follow find the trie whole (nodes kept
+ * unresized, nothing leaked: diff_check_memory()).
+ */
+static int diff_edit(struct diff *d, tkey key, unsigned int plen, struct set_ctx *c)
+{
+	uint64_t failed = mem_failed(d->f->m);
+	int ret;
+
+	if (!d->inject)
+		return tt_edit(d->tt, key, plen, set_routes, c);
+	mem_fail_after(d->f->m, wl_below(&d->w, 8), 1);
+	ret = tt_edit(d->tt, key, plen, set_routes, c);
+	mem_fail_after(d->f->m, 0, 0);
+	if (ret != -ENOMEM) {
+		if (mem_failed(d->f->m) != failed) {
+			d->resize_failed++;
+			diff_check_after(d, key, plen,
+					 "succeeded, a resize or fallback without memory");
+		}
+		return ret;
+	}
+	assert_int_equal(mem_failed(d->f->m), failed + 1);
+	d->enomem++;
+	diff_find(d, key, plen);
+	if (tt_routes(d->tt) != d->routes)
+		fail_msg("op %lu: set %s failed for want of memory, yet the routes went from "
+			 "%llu to %llu",
+			 d->op, tt_str(d->tt, key, (int)plen), (unsigned long long)d->routes,
+			 (unsigned long long)tt_routes(d->tt));
+	diff_check_after(d, key, plen, "failed for want of memory");
+	*c = (struct set_ctx){ .n = c->n, .metric = c->metric };
+	return tt_edit(d->tt, key, plen, set_routes, c);
+}
+
 /* Sets @key/@plen to @n routes in the trie and the reference; checks what the trie passed. */
 static void diff_set(struct diff *d, tkey key, unsigned int plen, unsigned int n, uint32_t metric)
 {
@@ -587,7 +641,7 @@ static void diff_set(struct diff *d, tkey key, unsigned int plen, unsigned int n
 
 	tt_prefix(d->tt, key, plen, &p);
 	had = ref_get(d->ref, &p, &old);
-	ret = tt_edit(d->tt, key, plen, set_routes, &c);
+	ret = diff_edit(d, key, plen, &c);
 	if (ret)
 		fail_msg("op %lu: set %s (%u routes): %d", d->op, tt_str(d->tt, key, (int)plen), n,
 			 ret);
@@ -923,9 +977,10 @@ static unsigned long ops_scaled(unsigned long dflt)
  * nodes inflate as regions fill and halve and collapse as they empty; now
  * and then a delete phase runs until the trie is empty.
  */
-static void differential(struct fixture *f, unsigned long ops, uint64_t seed, uint64_t max_size)
+static void differential(struct fixture *f, unsigned long ops, uint64_t seed, uint64_t max_size,
+			 bool inject)
 {
-	struct diff d = { .f = f, .tt = &f->tt };
+	struct diff d = { .f = f, .tt = &f->tt, .inject = inject };
 	unsigned long phase_end = 0, checks = 0;
 	int inserting = 0, emptying = 0;
 
@@ -1003,6 +1058,12 @@ static void differential(struct fixture *f, unsigned long ops, uint64_t seed, ui
 		      ops, d.sets, d.dels, d.lookups, d.finds, d.batches, d.rejected,
 		      (unsigned long long)d.max_prefixes, (unsigned long long)d.max_tnodes,
 		      d.max_bits_seen, d.emptied);
+	if (inject) {
+		print_message("  out of memory: %lu edits failed and were made again, %lu "
+			      "resizes or fallbacks went without\n",
+			      d.enomem, d.resize_failed);
+		assert_true(d.enomem > ops / 50 && d.resize_failed > ops / 500);
+	}
 	/* The workload must have reached the shapes it is meant to test. */
 	assert_true(d.max_bits_seen >= 4);
 	assert_true(d.sets > ops / 10 && d.dels > ops / 20 && d.lookups > ops / 10);
@@ -1013,12 +1074,23 @@ static void differential(struct fixture *f, unsigned long ops, uint64_t seed, ui
 
 static void test_trie_differential_v4(void **state)
 {
-	differential(*state, ops_scaled(1200000), tdata_seed(20240404), 60000);
+	differential(*state, ops_scaled(1200000), tdata_seed(20240404), 60000, false);
 }
 
 static void test_trie_differential_v6(void **state)
 {
-	differential(*state, ops_scaled(800000), tdata_seed(20240606) ^ 0x6, 60000);
+	differential(*state, ops_scaled(800000), tdata_seed(20240606) ^ 0x6, 60000, false);
+}
+
+/* The differential with every edit out of memory first (see diff_edit()). */
+static void test_trie_out_of_memory_leaves_trie_whole_v4(void **state)
+{
+	differential(*state, ops_scaled(200000), tdata_seed(20241204), 4000, true);
+}
+
+static void test_trie_out_of_memory_leaves_trie_whole_v6(void **state)
+{
+	differential(*state, ops_scaled(200000), tdata_seed(20241206) ^ 0x6, 4000, true);
 }
 
 /* ---------------------------------------------------------------- edges */
@@ -1443,11 +1515,11 @@ static void assert_same_shape(const struct trie_stats *a, const struct trie_stat
  */
 enum bulk_order { BULK_SORTED, BULK_RUNS, BULK_SHUFFLED, BULK_SORTED_SHUFFLED };
 
-static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed)
+static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed, bool inject)
 {
 	static const char *const name[] = { "sorted", "in 4 sorted runs", "shuffled",
 					    "sorted, then shuffled" };
-	struct diff d = { .f = f, .tt = &f->tt };
+	struct diff d = { .f = f, .tt = &f->tt, .inject = inject };
 	/*
 	 * A fifth of it under ThreadSanitizer, which runs it 30 times slower;
 	 * half for sorted, then shuffled, whose shuffled part must still come
@@ -1462,6 +1534,7 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 	const size_t pre = n / (order == BULK_SORTED_SHUFFLED ? 50 : 5);
 	struct live *p = calloc(n, sizeof(*p));
 	struct trie_stats st, again;
+	uint64_t failed;
 
 	assert_non_null(p);
 	wl_init(&d.w, &f->tt, seed);
@@ -1524,10 +1597,31 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 		assert_true(st.nodes_by_bits[1] * 10 < st.tnodes);
 	else
 		assert_true(st.nodes_by_bits[1] * 5 > st.tnodes);
+	/*
+	 * Out of memory at the end: one allocation of the build anew (sorted),
+	 * or every one (in runs), fails. The build gives up, the resize in
+	 * place does what it can, and the trie stays whole (lookups, the
+	 * check, the memory). Then a bulk mode with no edits resizes it.
+	 */
+	failed = mem_failed(f->m);
+	if (inject)
+		mem_fail_after(f->m, wl_below(&d.w, 64), order == BULK_RUNS ? UINT64_MAX : 1);
 	tt_set_bulk(d.tt, false);
+	if (inject) {
+		mem_fail_after(f->m, 0, 0);
+		print_message("  out of memory: %lu edits failed and were made again; %llu "
+			      "allocations of the end failed\n",
+			      d.enomem, (unsigned long long)(mem_failed(f->m) - failed));
+		assert_true(d.enomem > 0 && mem_failed(f->m) > failed);
+	}
 	diff_check_all(&d, 1);
 	for (size_t i = 0; i < n; i++)
 		diff_lookup(&d);
+	if (inject) {
+		tt_set_bulk(d.tt, true);
+		tt_set_bulk(d.tt, false);
+		diff_check_all(&d, 1);
+	}
 	tt_stats(d.tt, &st);
 	tt_set_bulk(d.tt, true);
 	tt_set_bulk(d.tt, false);
@@ -1559,22 +1653,33 @@ static void bulk_rebuild(struct fixture *f, enum bulk_order order, uint64_t seed
 
 static void test_trie_bulk_end_rebuilds_sorted_load(void **state)
 {
-	bulk_rebuild(*state, BULK_SORTED, tdata_seed(21));
+	bulk_rebuild(*state, BULK_SORTED, tdata_seed(21), false);
 }
 
 static void test_trie_bulk_end_rebuilds_load_in_sorted_runs(void **state)
 {
-	bulk_rebuild(*state, BULK_RUNS, tdata_seed(23));
+	bulk_rebuild(*state, BULK_RUNS, tdata_seed(23), false);
+}
+
+/* Bulk loads out of memory: their edits as diff_edit() makes them, and the end. */
+static void test_trie_bulk_out_of_memory_leaves_trie_whole(void **state)
+{
+	bulk_rebuild(*state, BULK_SORTED, tdata_seed(31), true);
+}
+
+static void test_trie_bulk_end_with_no_memory_leaves_trie_whole(void **state)
+{
+	bulk_rebuild(*state, BULK_RUNS, tdata_seed(33), true);
 }
 
 static void test_trie_bulk_turns_eager_on_shuffled_load(void **state)
 {
-	bulk_rebuild(*state, BULK_SHUFFLED, tdata_seed(22));
+	bulk_rebuild(*state, BULK_SHUFFLED, tdata_seed(22), false);
 }
 
 static void test_trie_bulk_turns_eager_after_sorted_start(void **state)
 {
-	bulk_rebuild(*state, BULK_SORTED_SHUFFLED, tdata_seed(24));
+	bulk_rebuild(*state, BULK_SORTED_SHUFFLED, tdata_seed(24), false);
 }
 
 /* The extremes: the default route, the all-ones host, and the zero host beside the default. */
@@ -2607,6 +2712,8 @@ int main(void)
 		T(test_trie_unsorted_bulk_load_stays_shallow),
 		T(test_trie_bulk_end_rebuilds_sorted_load),
 		T(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
+		T(test_trie_bulk_out_of_memory_leaves_trie_whole),
+		T(test_trie_bulk_end_with_no_memory_leaves_trie_whole),
 		T(test_trie_bulk_turns_eager_on_shuffled_load),
 		T(test_trie_inflates_several_steps_as_one_at_a_time),
 		T(test_trie_builds_anew_on_two_threads_as_on_one),
@@ -2623,6 +2730,7 @@ int main(void)
 		T(test_trie_stats_and_dump_match_contents),
 		T(test_trie_shrinks_back),
 		T(test_trie_differential_v4),
+		T(test_trie_out_of_memory_leaves_trie_whole_v4),
 	};
 	const struct CMUnitTest v6[] = {
 		T6(test_trie_empty_finds_nothing),
@@ -2633,6 +2741,8 @@ int main(void)
 		T6(test_trie_unsorted_bulk_load_stays_shallow),
 		T6(test_trie_bulk_end_rebuilds_sorted_load),
 		T6(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
+		T6(test_trie_bulk_out_of_memory_leaves_trie_whole),
+		T6(test_trie_bulk_end_with_no_memory_leaves_trie_whole),
 		T6(test_trie_bulk_turns_eager_on_shuffled_load),
 		T6(test_trie_bulk_turns_eager_after_sorted_start),
 		T6(test_trie_inflates_several_steps_as_one_at_a_time),
@@ -2649,6 +2759,7 @@ int main(void)
 		T6(test_trie_stats_and_dump_match_contents),
 		T6(test_trie_shrinks_back),
 		T6(test_trie_differential_v6),
+		T6(test_trie_out_of_memory_leaves_trie_whole_v6),
 	};
 	int failed;
 

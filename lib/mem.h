@@ -93,6 +93,7 @@ void *mem_arena_alloc(struct mem_arena *a, enum mem_class c, size_t size);
 void mem_arena_end(struct mem_arena *a);
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st);
+const char *mem_class_name(enum mem_class c);
 
 /*
  * Tests: of the allocations after the next @after (mem_alloc() and
@@ -103,6 +104,5 @@ void mem_get_stats(const struct mem *m, struct mem_stats *st);
 void mem_fail_after(struct mem *m, uint64_t after, uint64_t count);
 /* Tests: the allocations mem_fail_after() made fail, in all. */
 uint64_t mem_failed(const struct mem *m);
-const char *mem_class_name(enum mem_class c);
 
 #endif

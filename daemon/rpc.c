@@ -634,12 +634,14 @@ static void rpc_flush_run(struct lcfibd *d, struct writer_job *wj)
 	fib_get_state(d->fib, &after);
 	j->removed = before.routes4 + before.routes6 - after.routes4 - after.routes6;
 	/* Out of memory part way (fib.h): say how far it got; a second flush goes on. */
-	if (j->ret && j->table)
-		err_set(&j->err, "flush of table %u stopped after %llu routes: %s", j->table,
+	if (j->ret) {
+		char what[32] = "all tables";
+
+		if (j->table)
+			snprintf(what, sizeof(what), "table %u", j->table);
+		err_set(&j->err, "flush of %s stopped after %llu routes: %s", what,
 			(unsigned long long)j->removed, strerror(-j->ret));
-	else if (j->ret)
-		err_set(&j->err, "flush of all tables stopped after %llu routes: %s",
-			(unsigned long long)j->removed, strerror(-j->ret));
+	}
 	ingest_count(d->ingest, j->removed, 0);
 }
 

@@ -602,11 +602,12 @@ static void diff_check_after(struct diff *d, tkey key, unsigned int plen, const 
  */
 static int diff_edit(struct diff *d, tkey key, unsigned int plen, struct set_ctx *c)
 {
-	uint64_t failed = mem_failed(d->f->m);
+	uint64_t failed;
 	int ret;
 
 	if (!d->inject)
 		return tt_edit(d->tt, key, plen, set_routes, c);
+	failed = mem_failed(d->f->m);
 	mem_fail_after(d->f->m, wl_below(&d->w, 8), 1);
 	ret = tt_edit(d->tt, key, plen, set_routes, c);
 	mem_fail_after(d->f->m, 0, 0);

@@ -15,7 +15,9 @@
  *            then the same load in bulk mode (fib_bulk_begin/end), and
  *            again with the end on two threads (fib_set_build_threads).
  *   dpdk     rte_lpm (DIR-24-8) and rte_fib (dir24_8) on the same table
- *            and the same addresses, and lcfib/DPDK ratios.
+ *            and the same addresses, and lcfib/DPDK ratios; rte_fib6
+ *            likewise, and both again on 4096 IPv6 addresses over and
+ *            over, all in cache.
  *   sweep    tables of 2^k+1 random prefixes of the full IPv4 table.
  *   syncmem  the full IPv4 load while a reader holds its read lock ~1 ms
  *            at a time, at several sync-mem values (the kernel's
@@ -32,7 +34,8 @@
  *   reads    only in tests/bench/bench_fib_reads (the library's lookups
  *            built with TRIE_READ_STATS), and only when named: the memory
  *            objects a lookup reads, counted by kind, on full's
- *            addresses, beside DIR-24-8's reads of the same IPv4 ones.
+ *            addresses, beside DIR-24-8's reads of the same IPv4 ones
+ *            and rte_fib6's of the IPv6 ones (counted from the table).
  *
  * Lookup addresses are made before the clock starts and reused over
  * several passes; every result feeds a checksum, so no lookup can be
@@ -1427,6 +1430,63 @@ static double dir24_reads(const struct bench *b, const uint32_t *a, size_t n)
 	return 1.0 + (double)twice / (double)n;
 }
 
+/* rte_fib6's trie: a 24-bit table, then tables of 8 bits. */
+struct fib6_ext {
+	trie_key6 top; /* the first 24 + 8 (level - 1) bits, the rest cleared */
+	unsigned int level;
+};
+
+static int cmp_fib6_ext(const void *pa, const void *pb)
+{
+	const struct fib6_ext *a = pa, *b = pb;
+
+	if (a->level != b->level)
+		return a->level < b->level ? -1 : 1;
+	return a->top < b->top ? -1 : a->top > b->top;
+}
+
+static trie_key6 key6_top(trie_key6 k, unsigned int bits)
+{
+	return bits >= 128 ? k : k >> (128 - bits) << (128 - bits);
+}
+
+/*
+ * The reads of rte_fib6's lookup of each address: the 24-bit table, then
+ * one table of 8 bits for each level some longer prefix extends below
+ * the address's path (lib/trie.h counts the same way: an object a read).
+ */
+static double fib6_reads(const struct bench *b, const struct in6_addr *a, size_t n)
+{
+	struct fib6_ext *ext;
+	size_t n_ext = 0, more = 0;
+
+	for (size_t i = 0; i < b->t.n6; i++)
+		for (unsigned int l = 1; 24 + 8 * (l - 1) < b->t.v6[i].plen; l++)
+			n_ext++;
+	ext = xcalloc(n_ext ? n_ext : 1, sizeof(*ext));
+	n_ext = 0;
+	for (size_t i = 0; i < b->t.n6; i++) {
+		trie_key6 k = addr_key6(&b->t.v6[i].a);
+
+		for (unsigned int l = 1; 24 + 8 * (l - 1) < b->t.v6[i].plen; l++)
+			ext[n_ext++] = (struct fib6_ext){ key6_top(k, 24 + 8 * (l - 1)), l };
+	}
+	qsort(ext, n_ext, sizeof(*ext), cmp_fib6_ext);
+	for (size_t i = 0; i < n; i++) {
+		trie_key6 k = addr_key6_raw(&a[i]);
+
+		for (unsigned int l = 1; 24 + 8 * (l - 1) < 128; l++) {
+			struct fib6_ext want = { key6_top(k, 24 + 8 * (l - 1)), l };
+
+			if (!bsearch(&want, ext, n_ext, sizeof(*ext), cmp_fib6_ext))
+				break;
+			more++;
+		}
+	}
+	free(ext);
+	return 1.0 + (double)more / (double)n;
+}
+
 /*
  * Section reads (tests/bench/bench_fib_reads only, the library's lookups
  * built with TRIE_READ_STATS): how many memory objects a lookup reads, by
@@ -1487,12 +1547,20 @@ static int section_reads(struct bench *b)
 			count_reads(pass_lc4_batch, tb4, b->a4[k], b->n_addr4, reads);
 			print_reads_row("IPv4", addr_kind_name[k], api, reads, b->n_addr4);
 		}
+		for (int k = 0; k < 2; k++) {
+			count_reads(pass_lc6_batch, tb6, k ? b->a6_global : b->a6_inside,
+				    b->n_addr6, reads);
+			print_reads_row("IPv6", n6[k], api, reads, b->n_addr6);
+		}
 	}
 	fib_set_root_threshold(b->fib4, 30);
 	fib_reader_unregister();
 	for (int k = 0; k < ADDR_KINDS; k++)
 		printf("DIR-24-8 (rte_lpm, rte_fib dir24_8), IPv4 %s: %.3f reads a lookup\n",
 		       addr_kind_name[k], dir24_reads(b, b->a4[k], b->n_addr4));
+	for (int k = 0; k < 2; k++)
+		printf("rte_fib6 (trie, 24 then 8 bits a level), IPv6 %s: %.3f reads a lookup\n",
+		       n6[k], fib6_reads(b, k ? b->a6_global : b->a6_inside, b->n_addr6));
 	return 0;
 }
 #endif
@@ -1917,12 +1985,29 @@ static void print_dpdk_load(const char *what, const struct load_fig *lf, double 
 	       lf->routes ? (double)lf->ns / (double)lf->routes : 0, mib, mem_what);
 }
 
+/*
+ * The first HOT6 of @n addresses @a over and over, @n in all: lookups whose
+ * memory is all in cache, to tell what a lookup computes from what it waits
+ * for.
+ */
+#define HOT6 4096
+
+static struct in6_addr *addrs6_hot(const struct in6_addr *a, size_t n)
+{
+	struct in6_addr *hot = xcalloc(n, sizeof(*hot));
+
+	for (size_t i = 0; i < n; i++)
+		hot[i] = a[i % HOT6];
+	return hot;
+}
+
 /* IPv6: the table into a fresh lcfib FIB and into rte_fib6; lookups inside prefixes. */
 static void section_dpdk6(struct bench *b)
 {
 	struct fib *f = fib_new_or_die();
 	struct load_fig lf_lc, lf_fib6;
-	struct lk_fig lc[2] = { 0 }, f6b[2] = { 0 };
+	struct lk_fig lc[2] = { 0 }, f6b[2] = { 0 }, hot_lc = { 0 }, hot_f6 = { 0 };
+	struct in6_addr *hot;
 	struct fib_state st[2];
 	struct agree6_job aj = { 0 };
 	const struct fib_table *tb;
@@ -1963,6 +2048,18 @@ static void section_dpdk6(struct bench *b)
 	       ratio(lc[1].mps, f6b[0].mps));
 	printf("%-44s %16.2f\n", "ratio fib_lookup6_rcu / rte_fib6_lookup_bulk",
 	       ratio(lc[0].mps, f6b[0].mps));
+	hot = addrs6_hot(b->a6_inside, b->n_addr6);
+	hot_lc = lk_run(pass_lc6_batch, tb, hot, b->n_addr6, b->passes);
+	if (fib6)
+		hot_f6 = lk_run(pass_rtefib6_bulk, fib6, hot, b->n_addr6, b->passes);
+	free(hot);
+	printf("the same, the first %u of those addresses over and over (what a lookup computes, "
+	       "its memory in cache)\n",
+	       HOT6);
+	print_lk_row("IPv6", "inside, in cache", "lcfib fib_lookup6_batch_rcu", &hot_lc);
+	print_lk_row("IPv6", "inside, in cache", "rte_fib6_lookup_bulk", &hot_f6);
+	printf("%-44s %16.2f\n", "ratio in cache, batch / rte_fib6_lookup_bulk",
+	       ratio(hot_lc.mps, hot_f6.mps));
 	if (fib6) {
 		aj = (struct agree6_job){ .tb = tb, .fib6 = fib6, .addr = b->a6_inside };
 		aj.n = b->n_addr6 < AGREE_MAX ? b->n_addr6 : AGREE_MAX;

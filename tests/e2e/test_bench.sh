@@ -119,8 +119,24 @@ test_wider_roots_read_fewer_objects()
 	}' "$T/reads" || fail "wider roots do not read fewer objects (2.40, 2.10 and 1.00 expected)"
 }
 
+# rte_fib6's reads, counted from the table (24 bits, then 8 a level):
+# 3.50 a lookup inside IPv6 prefixes, one for addresses in 2000::/3 that
+# no prefix longer than 24 bits holds (nearly all).
+test_rte_fib6_reads_are_counted_beside()
+{
+	reads_run >/dev/null
+	awk '
+	/^rte_fib6 .*IPv6 inside prefixes:/ { inside = $(NF - 3) }
+	/^rte_fib6 .*IPv6 random in 2000::\/3:/ { random = $(NF - 3) }
+	END {
+		printf "# rte_fib6: %s reads a lookup inside prefixes, %s random\n", inside, random
+		exit !(inside != "" && random != "" && inside + 0 > 3 && inside + 0 < 4 && random + 0 >= 1 && random + 0 < 1.1)
+	}' "$T/reads" || fail "rte_fib6's reads are not beside ours (3.50 and 1.00 expected)"
+}
+
 e2e_init
 t_run test_single_and_batch_lookups_read_the_same
+t_run test_rte_fib6_reads_are_counted_beside
 t_run test_wider_roots_read_fewer_objects
 t_run test_ipv6_lookups_inside_prefixes_rarely_backtrack
 t_run test_ipv6_lookups_inside_prefixes_read_fewer_levels

@@ -1986,19 +1986,51 @@ static void print_dpdk_load(const char *what, const struct load_fig *lf, double 
 }
 
 /*
- * The first HOT6 of @n addresses @a over and over, @n in all: lookups whose
- * memory is all in cache, to tell what a lookup computes from what it waits
- * for.
+ * The first HOT of @n addresses @a (of @size bytes each) over and over, @n
+ * in all: lookups whose memory is all in cache, to tell what a lookup
+ * computes from what it waits for.
  */
-#define HOT6 4096
+#define HOT 4096
 
-static struct in6_addr *addrs6_hot(const struct in6_addr *a, size_t n)
+static void *addrs_hot(const void *a, size_t n, size_t size)
 {
-	struct in6_addr *hot = xcalloc(n, sizeof(*hot));
+	unsigned char *hot = xcalloc(n, size);
 
 	for (size_t i = 0; i < n; i++)
-		hot[i] = a[i % HOT6];
+		memcpy(hot + i * size, (const unsigned char *)a + i % HOT * size, size);
 	return hot;
+}
+
+/* A batch lookup pass, lcfib's or DPDK's, on its table, and its name in the rows. */
+struct in_cache_api {
+	void (*pass)(struct lk_job *j, size_t n);
+	const void *ctx; /* NULL: not measured */
+	const char *name;
+};
+
+/*
+ * Lookups of @family inside prefixes in cache (addrs_hot() of the @n
+ * addresses @addr, of @size bytes each): lcfib's batch @lc beside DPDK's
+ * @dp, and their ratio.
+ */
+static void in_cache_rows(const struct bench *b, const char *family, const void *addr, size_t n,
+			  size_t size, const struct in_cache_api *lc, const struct in_cache_api *dp)
+{
+	void *hot = addrs_hot(addr, n, size);
+	struct lk_fig f[2] = { 0 };
+	char what[64];
+
+	f[0] = lk_run(lc->pass, lc->ctx, hot, n, b->passes);
+	if (dp->ctx)
+		f[1] = lk_run(dp->pass, dp->ctx, hot, n, b->passes);
+	free(hot);
+	printf("the same, the first %u addresses inside prefixes over and over (what a lookup "
+	       "computes, its memory in cache)\n",
+	       HOT);
+	print_lk_row(family, "inside, in cache", lc->name, &f[0]);
+	print_lk_row(family, "inside, in cache", dp->name, &f[1]);
+	snprintf(what, sizeof(what), "ratio in cache, batch / %s", dp->name);
+	printf("%-44s %16.2f\n", what, ratio(f[0].mps, f[1].mps));
 }
 
 /* IPv6: the table into a fresh lcfib FIB and into rte_fib6; lookups inside prefixes. */
@@ -2006,8 +2038,7 @@ static void section_dpdk6(struct bench *b)
 {
 	struct fib *f = fib_new_or_die();
 	struct load_fig lf_lc, lf_fib6;
-	struct lk_fig lc[2] = { 0 }, f6b[2] = { 0 }, hot_lc = { 0 }, hot_f6 = { 0 };
-	struct in6_addr *hot;
+	struct lk_fig lc[2] = { 0 }, f6b[2] = { 0 };
 	struct fib_state st[2];
 	struct agree6_job aj = { 0 };
 	const struct fib_table *tb;
@@ -2048,18 +2079,9 @@ static void section_dpdk6(struct bench *b)
 	       ratio(lc[1].mps, f6b[0].mps));
 	printf("%-44s %16.2f\n", "ratio fib_lookup6_rcu / rte_fib6_lookup_bulk",
 	       ratio(lc[0].mps, f6b[0].mps));
-	hot = addrs6_hot(b->a6_inside, b->n_addr6);
-	hot_lc = lk_run(pass_lc6_batch, tb, hot, b->n_addr6, b->passes);
-	if (fib6)
-		hot_f6 = lk_run(pass_rtefib6_bulk, fib6, hot, b->n_addr6, b->passes);
-	free(hot);
-	printf("the same, the first %u of those addresses over and over (what a lookup computes, "
-	       "its memory in cache)\n",
-	       HOT6);
-	print_lk_row("IPv6", "inside, in cache", "lcfib fib_lookup6_batch_rcu", &hot_lc);
-	print_lk_row("IPv6", "inside, in cache", "rte_fib6_lookup_bulk", &hot_f6);
-	printf("%-44s %16.2f\n", "ratio in cache, batch / rte_fib6_lookup_bulk",
-	       ratio(hot_lc.mps, hot_f6.mps));
+	in_cache_rows(b, "IPv6", b->a6_inside, b->n_addr6, sizeof(struct in6_addr),
+		      &(struct in_cache_api){ pass_lc6_batch, tb, "lcfib fib_lookup6_batch_rcu" },
+		      &(struct in_cache_api){ pass_rtefib6_bulk, fib6, "rte_fib6_lookup_bulk" });
 	if (fib6) {
 		aj = (struct agree6_job){ .tb = tb, .fib6 = fib6, .addr = b->a6_inside };
 		aj.n = b->n_addr6 < AGREE_MAX ? b->n_addr6 : AGREE_MAX;
@@ -2217,6 +2239,12 @@ static int section_dpdk(struct bench *b)
 	printf("%-44s %16.3f\n", "load rate lcfib / rte_fib",
 	       fib ? ratio(rate(b->lc_load4.routes, b->lc_load4.ns), rate(lf_fib.routes, lf_fib.ns))
 		   : 0);
+	printf("\n");
+	in_cache_rows(b, "IPv4", b->a4[ADDR_INSIDE], b->n_addr4, sizeof(uint32_t),
+		      &(struct in_cache_api){ pass_lc4_batch,
+					      fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET),
+					      "lcfib fib_lookup4_batch_rcu" },
+		      &(struct in_cache_api){ pass_lpm_bulk, lpm, "rte_lpm_lookup_bulk" });
 	dpdk_wider_roots(b, lpm1, lpmb, lpm, fib);
 	printf("\n");
 	print_agreement(b, fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET), lpm, fib);

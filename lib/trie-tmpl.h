@@ -3734,10 +3734,10 @@ static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key
  * and takes the next address at once. The queue's ends are finished
  * DESC_ENDS at a time, each with its last read: loads of their own that
  * the core overlaps, with nothing in the lanes' way. Same answers and
- * reads as fast_lanes(); the IPv6 batch inside table prefixes took 30 %
- * less time, where fast_lanes() switched each lane's phase and
- * mispredicted about three branches a lookup (docs/BENCHMARKS.md, issue
- * 9's twenty-first round).
+ * reads as fast_lanes(), whose lanes switch on their phase at every step:
+ * the IPv6 batch inside table prefixes took 30 % less time, half as much
+ * with its memory in cache (docs/BENCHMARKS.md, issue 9's twenty-first
+ * round).
  */
 #define DESC_ENDS 16
 
@@ -3762,7 +3762,8 @@ static void desc_end_miss(const struct desc_end *e, const struct leaf *lf, const
 		res[e->i] = fb_match(fb, cindex);
 		return;
 	}
-	slow_add(ss, key, res, e->i, e->pn, cindex, lf, e->pn->n.pos);
+	/* pn's pos matters only where a lookup resumes its descent (not read otherwise). */
+	slow_add(ss, key, res, e->i, e->pn, cindex, lf, RESUME_DESCENT ? e->pn->n.pos : 0);
 }
 
 /* The last read of each of the @n ends @q: the answer, or desc_end_miss(). */

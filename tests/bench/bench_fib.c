@@ -16,8 +16,8 @@
  *            again with the end on two threads (fib_set_build_threads).
  *   dpdk     rte_lpm (DIR-24-8) and rte_fib (dir24_8) on the same table
  *            and the same addresses, and lcfib/DPDK ratios; rte_fib6
- *            likewise, and both again on 4096 IPv6 addresses over and
- *            over, all in cache.
+ *            likewise; and each family's batch beside DPDK's again on
+ *            4096 addresses over and over, all in cache.
  *   sweep    tables of 2^k+1 random prefixes of the full IPv4 table.
  *   syncmem  the full IPv4 load while a reader holds its read lock ~1 ms
  *            at a time, at several sync-mem values (the kernel's

@@ -213,7 +213,13 @@ static void mem_huge_free(void *p, size_t size)
 }
 #endif
 
-/* Frees a big object, from malloc or mem_huge_alloc() by its @size. */
+/* A big object (over the slabs' sizes): its own mapping from MEM_BLOCK_SIZE up. */
+static void *mem_big_alloc(size_t size)
+{
+	return size >= MEM_BLOCK_SIZE ? mem_huge_alloc(size) : malloc(size);
+}
+
+/* Frees a big object of mem_big_alloc(), by its @size. */
 static void mem_big_free(void *p, size_t size)
 {
 	if (size >= MEM_BLOCK_SIZE)
@@ -418,7 +424,7 @@ void *mem_alloc(struct mem *m, enum mem_class c, size_t size)
 		p = mem_slab_alloc(m, size);
 	else
 #endif
-		p = size >= MEM_BLOCK_SIZE ? mem_huge_alloc(size) : malloc(size);
+		p = mem_big_alloc(size);
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
@@ -526,7 +532,7 @@ void *mem_arena_alloc(struct mem_arena *a, enum mem_class c, size_t size)
 		a->slab_bytes += size;
 	} else
 #endif
-		p = size >= MEM_BLOCK_SIZE ? mem_huge_alloc(size) : malloc(size);
+		p = mem_big_alloc(size);
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;

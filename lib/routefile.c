@@ -269,32 +269,6 @@ static void *rf_grow(void *arr, uint64_t *cap, uint64_t need, size_t size, uint6
 }
 
 /*
- * The arrays that reach tens of megabytes (a full table's ops, the undo
- * journal) are mapped with huge pages where the kernel allows: in small
- * pages a million ops take 12k page faults, which cost more than parsing
- * them. Growing remaps without copying; untouched capacity costs nothing.
- */
-static void *rf_big_resize(void *old, size_t old_size, size_t size)
-{
-	void *p;
-
-	if (old)
-		p = mremap(old, old_size, size, MREMAP_MAYMOVE);
-	else
-		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, size, MADV_HUGEPAGE); /* advice: without it, small pages */
-	return p;
-}
-
-static void rf_big_free(void *p, size_t size)
-{
-	if (p)
-		munmap(p, size);
-}
-
-/*
  * Maps @size bytes, zeroed, that will not move: only the pages touched are
  * backed. Also for the load's buffers of megabytes (the read buffer, the
  * parser's state) that malloc would map: once glibc frees a mapped block
@@ -311,6 +285,31 @@ static void *rf_big_reserve(size_t size)
 		return NULL;
 	madvise(p, size, MADV_HUGEPAGE);
 	return p;
+}
+
+/*
+ * The arrays that reach tens of megabytes (a full table's ops, the undo
+ * journal) are mapped with huge pages where the kernel allows: in small
+ * pages a million ops take 12k page faults, which cost more than parsing
+ * them. Growing remaps without copying; untouched capacity costs nothing.
+ */
+static void *rf_big_resize(void *old, size_t old_size, size_t size)
+{
+	void *p;
+
+	if (!old)
+		return rf_big_reserve(size);
+	p = mremap(old, old_size, size, MREMAP_MAYMOVE);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE); /* advice: without it, small pages */
+	return p;
+}
+
+static void rf_big_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
 }
 
 /* The ops and their runs; routefile_routes() still counts them. */

@@ -3793,49 +3793,34 @@ static void desc_ends(const struct desc_end *q, unsigned int n, const struct roo
 	}
 }
 
-/*
- * The root's slots of descent_lanes(), each prefetched ROOT_AHEAD
- * addresses before its lane takes it.
- */
-struct desc_roots {
-	const struct tnode *rt; /* the root node */
-	uintptr_t slot;         /* its slot */
-	unsigned int ahead;     /* the next address to prefetch for */
-};
-
-/* The root's slot of address @i of @n, and the prefetch of one ahead. */
-static inline const uintptr_t *desc_root(struct desc_roots *dr, const TKEY *key, unsigned int i,
+/* The root's slot of address @i, and the prefetch of one ROOT_AHEAD after it. */
+static inline const uintptr_t *desc_root(struct root_stream *rs, const TKEY *key, unsigned int i,
 					 unsigned int n)
 {
-	if (dr->ahead < n) {
-		TRIE_READ(TRIE_READ_ROOT);
-		__builtin_prefetch(&dr->rt->child[slot_index(dr->slot, key[dr->ahead++])]);
-	}
-	return &dr->rt->child[slot_index(dr->slot, key[i])];
+	root_prefetch(rs, key, n);
+	return &rs->root->child[slot_index(rs->slot, key[i])];
 }
 
 /* fast_lanes() for a root with skipped bits (see DESC_ENDS); @root is the root slot. */
 static void descent_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key,
 			  const struct fib_route **res, unsigned int n)
 {
-	struct desc_roots dr = { .rt = node_tnode(slot_node(root)), .slot = root };
+	struct root_stream rs = { .slot = root, .root = node_tnode(slot_node(root)) };
 	const struct tnode *pn[FAST_LANES];
 	const uintptr_t *p[FAST_LANES];
-	unsigned int li[FAST_LANES], next = 0, nl = 0, nq = 0;
+	unsigned int li[FAST_LANES], nl = 0, nq = 0;
 	struct desc_end q[DESC_ENDS];
 	struct slow_set ss;
 
-	ss.root = &dr.rt->n;
+	ss.root = &rs.root->n;
 	ss.fb = fb;
 	ss.n = 0;
-	for (; dr.ahead < ROOT_AHEAD && dr.ahead < n; dr.ahead++) {
-		TRIE_READ(TRIE_READ_ROOT);
-		__builtin_prefetch(&dr.rt->child[slot_index(root, key[dr.ahead])]);
-	}
-	for (; nl < FAST_LANES && next < n; nl++, next++) {
-		p[nl] = desc_root(&dr, key, next, n);
-		pn[nl] = dr.rt;
-		li[nl] = next;
+	while (rs.ahead < ROOT_AHEAD && rs.ahead < n)
+		root_prefetch(&rs, key, n);
+	for (; nl < FAST_LANES && rs.next < n; nl++, rs.next++) {
+		p[nl] = desc_root(&rs, key, rs.next, n);
+		pn[nl] = rs.root;
+		li[nl] = rs.next;
 	}
 	while (nl) {
 		for (unsigned int k = 0; k < nl;) {
@@ -3855,10 +3840,10 @@ static void descent_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *
 				desc_ends(q, nq, fb, key, &ss, res);
 				nq = 0;
 			}
-			if (next < n) {
-				p[k] = desc_root(&dr, key, next, n);
-				pn[k] = dr.rt;
-				li[k++] = next++;
+			if (rs.next < n) {
+				p[k] = desc_root(&rs, key, rs.next, n);
+				pn[k] = rs.root;
+				li[k++] = rs.next++;
 			} else {
 				nl--;
 				p[k] = p[nl];

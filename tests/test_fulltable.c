@@ -765,7 +765,7 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
  * A flush gives its memory back by itself. Its trim waits for the grace
  * period of the last nodes it retired, which lie spread over chunks
  * otherwise free: a trim after it finds no wholly free chunk left (it
- * found 6 MiB when the flush trimmed before that grace period). And the
+ * found 5.25 MiB when the flush trimmed before that grace period). And the
  * family loaded again, one route at a time as at first, holds no more
  * slab memory than the first load left held.
  */

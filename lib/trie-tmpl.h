@@ -400,6 +400,16 @@ static inline struct node *slot_node(uintptr_t s)
 }
 
 /*
+ * The internal node of a slot that has slot_bits(), for lookups: such a
+ * slot has no route tag to mask out (slot_node() costs three instructions
+ * more a level).
+ */
+static inline struct tnode *slot_tnode(uintptr_t s)
+{
+	return node_tnode((struct node *)(s & SLOT_ADDR_MASK));
+}
+
+/*
  * The slot @s as the writer's structure sees it: an answer (SLOT_ROUTE, pos
  * byte 0) is an empty slot; an inline leaf is a leaf.
  */
@@ -3245,7 +3255,7 @@ static inline struct fast_end lookup_fast(const struct TRIE *t, TKEY key)
 		TRIE_READ(e.pn ? TRIE_READ_SLOT : TRIE_READ_ROOT);
 		whole &= slot_pos(s) + slot_bits(s) == above;
 		above = slot_pos(s);
-		e.pn = node_tnode(slot_node(s));
+		e.pn = slot_tnode(s);
 		e.cindex = slot_index(s, key);
 		e.pos = slot_pos(s);
 		s = slot_load(&e.pn->child[e.cindex]);
@@ -3448,9 +3458,9 @@ static inline bool lane_step(struct lane *l, TKEY key, const struct fib_route **
 }
 
 /*
- * The lookups of fast_lanes() that need steps 2-3, up to BATCH_LANES at
- * once, each lane a small state machine that prefetches what it needs next
- * and lets the other lanes run while that arrives.
+ * The lookups of the batch's descent() that need steps 2-3, up to
+ * BATCH_LANES at once, each lane a small state machine that prefetches what
+ * it needs next and lets the other lanes run while that arrives.
  */
 struct slow_set {
 	const struct node *root;
@@ -3514,238 +3524,35 @@ static inline void slow_add(struct slow_set *ss, const TKEY *key, const struct f
 		slow_flush(ss, key, res);
 }
 
-/* One lane of fast_lanes(): what it waits for (prefetched). */
-enum fast_phase {
-	FAST_SLOT, /* the slot of pn at cindex */
-	FAST_LEAF, /* the leaf l */
-	FAST_FB,   /* the root's fallback at cindex */
-	FAST_HEAD, /* pn's header: is the key inside pn, so that the answer r holds? */
-};
-
-struct fast_lane {
-	const struct tnode *pn;
-	unsigned long cindex;
-	union {
-		const struct leaf *l;      /* FAST_LEAF */
-		const struct fib_route *r; /* FAST_HEAD */
-	};
-	unsigned int i; /* its address */
-	uint8_t phase;  /* enum fast_phase */
-	uint8_t above;  /* pn's pos */
-	bool whole;     /* no bit skipped down to pn (see slot_leaf_plen1()) */
-};
-
 /*
- * Lane @ln found no answer on its way down (at the leaf @lf, or NULL: an
- * empty slot): the root's fallbacks give it (one more read, in this lane),
- * or steps 2-3 do, in @ss. Returns true when the lane is free for the next
- * address.
- */
-static inline bool fast_lane_miss(struct fast_lane *ln, const struct leaf *lf,
-				  const struct root_fb *fb, TKEY key, struct slow_set *ss,
-				  const TKEY *keys, const struct fib_route **res)
-{
-	if (ln->pn == fb_root(fb) && fb_for(fb, key)) {
-		ln->phase = FAST_FB;
-		TRIE_READ(TRIE_READ_FB);
-		__builtin_prefetch(&fb->route[ln->cindex]);
-		return false;
-	}
-	slow_add(ss, keys, res, ln->i, ln->pn, ln->cindex, lf, ln->above);
-	return true;
-}
-
-/*
- * Lane @ln has the slot @s of pn at cindex (loaded): one level down, or the
- * end of its descent. Returns true when the lane is free.
- */
-static inline bool fast_lane_slot(struct fast_lane *ln, uintptr_t s, const struct root_fb *fb,
-				  const TKEY *key, const struct fib_route **res,
-				  struct slow_set *ss)
-{
-	unsigned int i = ln->i;
-
-	if (slot_bits(s)) {
-		ln->whole &= slot_pos(s) + slot_bits(s) == ln->above;
-		ln->above = (uint8_t)slot_pos(s);
-		ln->pn = node_tnode(slot_node(s));
-		ln->cindex = slot_index(s, key[i]);
-		ln->phase = FAST_SLOT;
-		TRIE_READ(TRIE_READ_SLOT);
-		__builtin_prefetch(&ln->pn->child[ln->cindex]);
-		return false;
-	}
-	if (ln->whole && slot_done(s, ln->above)) {
-		res[i] = slot_answer(s);
-		return true;
-	}
-	if (s & SLOT_ROUTE) {
-		/* A bit skipped on the way: pn's header says whether the answer holds. */
-		ln->r = slot_route(s);
-		ln->phase = FAST_HEAD;
-		TRIE_READ(TRIE_READ_HEADER);
-		__builtin_prefetch(ln->pn);
-		return false;
-	}
-	if (!s)
-		return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
-	ln->l = node_leaf(slot_node(s));
-	ln->phase = FAST_LEAF;
-	TRIE_READ(TRIE_READ_LEAF);
-	__builtin_prefetch(ln->l);
-	return false;
-}
-
-/* Moves lane @ln by one memory access; returns true when the lane is free. */
-static inline bool fast_lane_step(struct fast_lane *ln, const struct root_fb *fb, const TKEY *key,
-				  const struct fib_route **res, struct slow_set *ss)
-{
-	unsigned int i = ln->i;
-
-	switch (ln->phase) {
-	case FAST_SLOT:
-		return fast_lane_slot(ln, slot_load(&ln->pn->child[ln->cindex]), fb, key, res, ss);
-	case FAST_LEAF:
-		res[i] = leaf_match(ln->l, key[i]);
-		return res[i] ? true : fast_lane_miss(ln, ln->l, fb, key[i], ss, key, res);
-	case FAST_HEAD:
-		if (key_inside(ln->pn, key[i])) {
-			res[i] = ln->r;
-			return true;
-		}
-		return fast_lane_miss(ln, NULL, fb, key[i], ss, key, res);
-	default: /* FAST_FB */
-		res[i] = fb_match(fb, ln->cindex);
-		return true;
-	}
-}
-
-/*
- * The root's slots, read in address order ROOT_AHEAD addresses after their
- * prefetch: most uniformly random addresses end there (an answer in an
- * empty slot, or a leaf whose prefix covers them), and take no lane.
+ * The batch's fast descent (lookup_fast() for many keys). The root's slots
+ * are read in address order, each prefetched ROOT_AHEAD addresses ahead:
+ * an address whose descent ends there (an answer in an empty slot, a leaf
+ * whose prefix covers it: most uniformly random IPv4 addresses) takes no
+ * lane. The others go on in one of FAST_LANES lanes (AMAC): a lane only
+ * goes down, one slot a step, prefetching the next slot and yielding to
+ * the others, in a loop with no phase to switch on. A descent that ends
+ * at a slot alone (slot_done(): it came down without skipping a bit) has
+ * its answer at once; any other end (a leaf to read, a header to check,
+ * an empty slot) waits in a queue (struct desc_end), and the lane takes
+ * the next address at once. The queue's DESC_ENDS ends are finished
+ * together, each with its last read: loads of their own that the core
+ * overlaps, with nothing in the lanes' way. Lookups that need steps 2-3
+ * below the root are gathered in a struct slow_set. Against lanes that
+ * switched on their phase (slot, leaf, header, fallback) at every step,
+ * with the same answers and reads: the IPv6 batch inside table prefixes
+ * took 30 % less time, the IPv4 batch 20-27 % less (docs/BENCHMARKS.md,
+ * issue 9's twenty-first and twenty-second rounds).
  */
 #define ROOT_AHEAD 8
-
-struct root_stream {
-	uintptr_t slot;           /* the root's, an internal node */
-	const struct tnode *root; /* its node */
-	bool whole;               /* no skipped bits (see slot_leaf_plen1()) */
-	unsigned int next, ahead; /* the next address to read, and to prefetch */
-};
-
-static inline void root_prefetch(struct root_stream *rs, const TKEY *key, unsigned int n)
-{
-	if (rs->ahead < n) {
-		TRIE_READ(TRIE_READ_ROOT);
-		__builtin_prefetch(&rs->root->child[slot_index(rs->slot, key[rs->ahead++])]);
-	}
-}
-
-/*
- * Lane @ln takes the next address whose descent goes on below the root;
- * those that end at the root are answered on the way. Returns false when
- * no address is left. For IPv4, always inlined: GCC called it once an
- * address, and the call's saves and restores were a tenth of the batch's
- * instructions (inlined, IPv4's batch ran 5-15 % faster; IPv6's, with its
- * wider keys, 10 % slower).
- */
-#if KEYLEN == 32
-#define ROOT_NEXT_INLINE inline __attribute__((always_inline))
-#else
-#define ROOT_NEXT_INLINE
-#endif
-
-static ROOT_NEXT_INLINE bool root_next(struct root_stream *rs, struct fast_lane *ln,
-				       const struct root_fb *fb, const TKEY *key,
-				       const struct fib_route **res, struct slow_set *ss,
-				       unsigned int n)
-{
-	while (rs->next < n) {
-		unsigned int i = rs->next++;
-
-		root_prefetch(rs, key, n);
-		ln->pn = rs->root;
-		ln->cindex = slot_index(rs->slot, key[i]);
-		ln->i = i;
-		ln->above = (uint8_t)slot_pos(rs->slot);
-		ln->whole = rs->whole;
-		if (!fast_lane_slot(ln, slot_load(&rs->root->child[ln->cindex]), fb, key, res, ss))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The batch's fast descent (lookup_fast() for many keys): FAST_LANES
- * lookups in flight, each a one-miss-per-step state machine (AMAC): a lane
- * prefetches the slot, the leaf or the fallback it needs next and yields
- * to the others; a lane done takes the next address at once, so the misses
- * in flight stay near FAST_LANES. The root's slots come first, in address
- * order with their own prefetch (root_next()): an address whose descent
- * ends at the root never takes a lane, and a lane starts one level down,
- * its first miss already in flight (inside prefixes 20-30 % more lookups
- * a second, uniformly random ones 5-15 %). Lookups that need backtracking
- * below the root are gathered and finished by slow_flush(). @root is the
- * root slot, an internal node; @fb the root's fallbacks, or NULL.
- */
-static void fast_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key,
-		       const struct fib_route **res, unsigned int n)
-{
-	struct fast_lane lane[FAST_LANES];
-	struct slow_set ss;
-	struct root_stream rs = {
-		.slot = root,
-		.root = node_tnode(slot_node(root)),
-		.whole = slot_pos(root) + slot_bits(root) == KEYLEN,
-	};
-	unsigned int nl = 0;
-
-	ss.root = slot_node(root);
-	ss.fb = fb;
-	ss.n = 0;
-	while (rs.ahead < ROOT_AHEAD && rs.ahead < n)
-		root_prefetch(&rs, key, n);
-	while (nl < FAST_LANES && root_next(&rs, &lane[nl], fb, key, res, &ss, n))
-		nl++;
-	while (nl) {
-		for (unsigned int k = 0; k < nl;) {
-			struct fast_lane *ln = &lane[k];
-
-			/* Lane done: the next address that goes below the root, or it closes. */
-			if (!fast_lane_step(ln, fb, key, res, &ss) ||
-			    root_next(&rs, ln, fb, key, res, &ss, n))
-				k++;
-			else
-				*ln = lane[--nl];
-		}
-	}
-	if (ss.n)
-		slow_flush(&ss, key, res);
-}
-
-/*
- * The batch for a root with skipped bits (IPv6's on the full view, whose
- * routes all lie in 2000::/3). No descent below such a root is whole, so
- * one that reaches an answer, an inline leaf or a leaf ends with one more
- * read: pn's header (key_inside()) or the leaf's. The lanes of
- * descent_lanes() only go down, one slot a step, a loop with no phases;
- * a lane at the end of its descent puts it in a queue (struct desc_end)
- * and takes the next address at once. The queue's ends are finished
- * DESC_ENDS at a time, each with its last read: loads of their own that
- * the core overlaps, with nothing in the lanes' way. Same answers and
- * reads as fast_lanes(), whose lanes switch on their phase at every step:
- * the IPv6 batch inside table prefixes took 30 % less time, half as much
- * with its memory in cache (docs/BENCHMARKS.md, issue 9's twenty-first
- * round).
- */
-#define DESC_ENDS 16
+#define DESC_ENDS  16
 
 struct desc_end {
 	const struct tnode *pn; /* the node whose slot ended the descent */
 	const uintptr_t *p;     /* that slot */
 	uintptr_t s;            /* what it held: not an internal node */
 	unsigned int i;         /* the address */
+	unsigned int pos;       /* pn's pos */
 };
 
 /*
@@ -3762,8 +3569,7 @@ static void desc_end_miss(const struct desc_end *e, const struct leaf *lf, const
 		res[e->i] = fb_match(fb, cindex);
 		return;
 	}
-	/* pn's pos matters only where a lookup resumes its descent (not read otherwise). */
-	slow_add(ss, key, res, e->i, e->pn, cindex, lf, RESUME_DESCENT ? e->pn->n.pos : 0);
+	slow_add(ss, key, res, e->i, e->pn, cindex, lf, e->pos);
 }
 
 /* The last read of each of the @n ends @q: the answer, or desc_end_miss(). */
@@ -3775,6 +3581,7 @@ static void desc_ends(const struct desc_end *q, unsigned int n, const struct roo
 		const struct leaf *l;
 
 		if (e->s & SLOT_ROUTE) {
+			/* A bit skipped on the way: pn's header says whether the answer holds. */
 			TRIE_READ(TRIE_READ_HEADER);
 			if (key_inside(e->pn, key[e->i])) {
 				res[e->i] = slot_route(e->s);
@@ -3793,68 +3600,171 @@ static void desc_ends(const struct desc_end *q, unsigned int n, const struct roo
 	}
 }
 
-/* The root's slot of address @i, and the prefetch of one ROOT_AHEAD after it. */
-static inline const uintptr_t *desc_root(struct root_stream *rs, const TKEY *key, unsigned int i,
-					 unsigned int n)
-{
-	root_prefetch(rs, key, n);
-	return &rs->root->child[slot_index(rs->slot, key[i])];
-}
+/*
+ * A lane's @above: pos of the last node it passed, or'ed with DESC_SKIPPED
+ * once a bit was skipped on the way (then slot_done() never holds: pos +
+ * above is more than KEYLEN + 1).
+ */
+#define DESC_SKIPPED 0x100u
+#define DESC_POS     0xffu
 
-/* fast_lanes() for a root with skipped bits (see DESC_ENDS); @root is the root slot. */
-static void descent_lanes(uintptr_t root, const struct root_fb *fb, const TKEY *key,
-			  const struct fib_route **res, unsigned int n)
-{
-	struct root_stream rs = { .slot = root, .root = node_tnode(slot_node(root)) };
-	const struct tnode *pn[FAST_LANES];
+/* The batch's state: the root, the lanes, the queue of ends. */
+struct descent {
+	const struct tnode *root;
+	unsigned long rmask; /* the root's index mask */
+	unsigned int rpos;   /* its pos */
+	unsigned int rabove; /* a descent's above at the root */
+	const struct root_fb *fb;
+	const TKEY *key;
+	const struct fib_route **res;
+	unsigned int n, next, ahead; /* the addresses; the next to take, and to prefetch */
+	unsigned int nq;             /* ends queued */
+	/* Lane k is at slot p[k] of pn[k], for address li[k]. */
 	const uintptr_t *p[FAST_LANES];
-	unsigned int li[FAST_LANES], nl = 0, nq = 0;
+	const struct tnode *pn[FAST_LANES];
+	unsigned int li[FAST_LANES];
+	unsigned int above[FAST_LANES];
 	struct desc_end q[DESC_ENDS];
 	struct slow_set ss;
+};
 
-	ss.root = &rs.root->n;
-	ss.fb = fb;
-	ss.n = 0;
-	while (rs.ahead < ROOT_AHEAD && rs.ahead < n)
-		root_prefetch(&rs, key, n);
-	for (; nl < FAST_LANES && rs.next < n; nl++, rs.next++) {
-		p[nl] = desc_root(&rs, key, rs.next, n);
-		pn[nl] = rs.root;
-		li[nl] = rs.next;
+#define DESC_INLINE inline __attribute__((always_inline))
+
+static DESC_INLINE const uintptr_t *desc_root_slot(const struct descent *d, TKEY key)
+{
+	return &d->root->child[(unsigned long)(key >> d->rpos) & d->rmask];
+}
+
+/*
+ * The descent of address @i ended at the slot @p of @pn, which holds @s
+ * (not an internal node): its answer, or a queued end. @whole: the root
+ * has no skipped bits (else no descent is whole, and none is tested).
+ */
+static DESC_INLINE void desc_end(struct descent *d, const struct tnode *pn, const uintptr_t *p,
+				 uintptr_t s, unsigned int i, unsigned int above, bool whole)
+{
+	if (whole && slot_done(s, above)) {
+		d->res[i] = slot_answer(s);
+		return;
 	}
+	d->q[d->nq++] =
+		(struct desc_end){ .pn = pn, .p = p, .s = s, .i = i, .pos = above & DESC_POS };
+	if (d->nq == DESC_ENDS) {
+		desc_ends(d->q, d->nq, d->fb, d->key, &d->ss, d->res);
+		d->nq = 0;
+	}
+}
+
+/* Lane @k, at a node of @above, goes down to the internal node whose slot is @s. */
+static DESC_INLINE void desc_down(struct descent *d, unsigned int k, uintptr_t s, TKEY key,
+				  unsigned int above, bool whole)
+{
+	unsigned int pos = slot_pos(s);
+
+	TRIE_READ(TRIE_READ_SLOT);
+	/* Once skipped, above is DESC_SKIPPED or more, which no pos + bits equals. */
+	d->above[k] = pos | (whole && pos + slot_bits(s) == above ? 0 : DESC_SKIPPED);
+	d->pn[k] = slot_tnode(s);
+	d->p[k] = &d->pn[k]->child[slot_index(s, key)];
+	__builtin_prefetch(d->p[k]);
+}
+
+/*
+ * Lane @k takes the next address whose descent goes on below the root;
+ * those that end at the root are done on the way. Returns false when no
+ * address is left.
+ */
+static DESC_INLINE bool desc_take(struct descent *d, unsigned int k, bool whole)
+{
+	while (d->next < d->n) {
+		unsigned int i = d->next++;
+		const uintptr_t *p = desc_root_slot(d, d->key[i]);
+		uintptr_t s;
+
+		if (d->ahead < d->n) {
+			TRIE_READ(TRIE_READ_ROOT);
+			__builtin_prefetch(desc_root_slot(d, d->key[d->ahead++]));
+		}
+		s = slot_load(p);
+		if (slot_bits(s)) {
+			desc_down(d, k, s, d->key[i], d->rabove, whole);
+			d->li[k] = i;
+			return true;
+		}
+		desc_end(d, d->root, p, s, i, d->rabove, whole);
+	}
+	return false;
+}
+
+/* The batch from the root slot @root (an internal node); @whole: it has no skipped bits. */
+static DESC_INLINE void descent(uintptr_t root, const struct root_fb *fb, const TKEY *key,
+				const struct fib_route **res, unsigned int n, bool whole)
+{
+	struct descent d;
+	unsigned int nl = 0;
+
+	d.root = slot_tnode(root);
+	d.rmask = (1ul << slot_bits(root)) - 1;
+	d.rpos = slot_pos(root);
+	d.rabove = d.rpos | (whole ? 0 : DESC_SKIPPED);
+	d.fb = fb;
+	d.key = key;
+	d.res = res;
+	d.n = n;
+	d.next = 0;
+	d.ahead = 0;
+	d.nq = 0;
+	d.ss.root = &d.root->n;
+	d.ss.fb = fb;
+	d.ss.n = 0;
+	for (; d.ahead < ROOT_AHEAD && d.ahead < n; d.ahead++) {
+		TRIE_READ(TRIE_READ_ROOT);
+		__builtin_prefetch(desc_root_slot(&d, key[d.ahead]));
+	}
+	while (nl < FAST_LANES && desc_take(&d, nl, whole))
+		nl++;
 	while (nl) {
 		for (unsigned int k = 0; k < nl;) {
-			uintptr_t s = slot_load(p[k]);
+			uintptr_t s = slot_load(d.p[k]);
 
 			if (slot_bits(s)) {
-				TRIE_READ(TRIE_READ_SLOT);
-				pn[k] = node_tnode(slot_node(s));
-				p[k] = &pn[k]->child[slot_index(s, key[li[k]])];
-				__builtin_prefetch(p[k]);
+				desc_down(&d, k, s, key[d.li[k]], d.above[k], whole);
 				k++;
 				continue;
 			}
-			/* The descent is over: its end waits in the queue, the lane goes on. */
-			q[nq++] = (struct desc_end){ .pn = pn[k], .p = p[k], .s = s, .i = li[k] };
-			if (nq == DESC_ENDS) {
-				desc_ends(q, nq, fb, key, &ss, res);
-				nq = 0;
-			}
-			if (rs.next < n) {
-				p[k] = desc_root(&rs, key, rs.next, n);
-				pn[k] = rs.root;
-				li[k++] = rs.next++;
+			/* The descent is over: its end is done or queued, the lane goes on. */
+			desc_end(&d, d.pn[k], d.p[k], s, d.li[k], d.above[k], whole);
+			if (desc_take(&d, k, whole)) {
+				k++;
 			} else {
 				nl--;
-				p[k] = p[nl];
-				pn[k] = pn[nl];
-				li[k] = li[nl];
+				d.p[k] = d.p[nl];
+				d.pn[k] = d.pn[nl];
+				d.li[k] = d.li[nl];
+				d.above[k] = d.above[nl];
 			}
 		}
 	}
-	desc_ends(q, nq, fb, key, &ss, res);
-	if (ss.n)
-		slow_flush(&ss, key, res);
+	desc_ends(d.q, d.nq, fb, key, &d.ss, res);
+	if (d.ss.n)
+		slow_flush(&d.ss, key, res);
+}
+
+/*
+ * descent() made twice, so that each tests only what it needs: a root
+ * with skipped bits (IPv6's on the full view, whose routes all lie in
+ * 2000::/3) has no whole descent below it, and every end is queued.
+ */
+static void descent_whole(uintptr_t root, const struct root_fb *fb, const TKEY *key,
+			  const struct fib_route **res, unsigned int n)
+{
+	descent(root, fb, key, res, n, true);
+}
+
+static void descent_skipped(uintptr_t root, const struct root_fb *fb, const TKEY *key,
+			    const struct fib_route **res, unsigned int n)
+{
+	descent(root, fb, key, res, n, false);
 }
 
 void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fib_route **res,
@@ -3868,16 +3778,10 @@ void TN(lookup_batch_rcu)(const struct TRIE *t, const TKEY *key, const struct fi
 	 */
 	if (slot_bits(root) &&
 	    __atomic_load_n(&t->nr_leaves, __ATOMIC_RELAXED) >= trie_batch_min_leaves) {
-		/*
-		 * IPv4 keeps fast_lanes(): its root has no skipped bits on a
-		 * real table, and with whole descents the queue measured no
-		 * faster. An IPv6 root without skipped bits (::/1 beside
-		 * 8000::/1, say) keeps them too, for their whole descents.
-		 */
-		if (KEYLEN == 128 && slot_pos(root) + slot_bits(root) != KEYLEN)
-			descent_lanes(root, fb_reader(t), key, res, n);
+		if (slot_pos(root) + slot_bits(root) == KEYLEN)
+			descent_whole(root, fb_reader(t), key, res, n);
 		else
-			fast_lanes(root, fb_reader(t), key, res, n);
+			descent_skipped(root, fb_reader(t), key, res, n);
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++)

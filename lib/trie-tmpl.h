@@ -3630,6 +3630,11 @@ struct descent {
 
 #define DESC_INLINE inline __attribute__((always_inline))
 
+/*
+ * slot_index() of the root, its pos and mask taken out of the slot once a
+ * batch: slot_index() at every address cost 8 instructions a lookup more,
+ * and IPv4 batches in cache 3-4 % more time.
+ */
 static DESC_INLINE const uintptr_t *desc_root_slot(const struct descent *d, TKEY key)
 {
 	return &d->root->child[(unsigned long)(key >> d->rpos) & d->rmask];

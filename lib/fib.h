@@ -209,9 +209,10 @@ void fib_set_build_threads(struct fib *f, unsigned int n);
 /*
  * Writer. The size of every table's root node, a trade of memory for
  * lookup speed: the root inflates when its used children reach @percent
- * of its size, and halves when they fall under half that. The default, 30
- * (the kernel's), gives the IPv4 full view a root of 18 bits; 20 gives it
- * 20 bits, 10 gives 22 and 5 gives 24 (DIR-24-8's first level: a lookup
+ * of its size, and halves when they fall under half that. The default,
+ * TRIE_ROOT_THRESHOLD_DEFAULT (25; the kernel's is 30, which gives 18
+ * bits), gives the IPv4 full view a root of 19 bits; 20 gives it 20 bits,
+ * 10 gives 22 and 5 gives 24 (DIR-24-8's first level: a lookup
  * reads one slot), each bit doubling the root (9 bytes a slot) and, up
  * to 22 bits, its fallbacks (8 bytes a slot), so that more lookups end at
  * the root (docs/LIBRARY.md, The trie, has the measured trade). Applies

@@ -55,9 +55,14 @@ struct reclaim_stats {
 };
 
 #define TRIE_MAX_BITS 24 /* widest internal node: 2^24 children, 128 MiB */
-/* fib_set_root_threshold(): the root's inflate threshold, in percent (default 30). */
-#define TRIE_ROOT_THRESHOLD_MIN 2
-#define TRIE_ROOT_THRESHOLD_MAX 100
+/*
+ * fib_set_root_threshold(): the root's inflate threshold, in percent. The
+ * default, 25, gives the IPv4 full view a root of 19 bits (lib/trie-tmpl.h,
+ * INFLATE_THRESHOLD_ROOT, says why not the kernel's 30).
+ */
+#define TRIE_ROOT_THRESHOLD_DEFAULT 25
+#define TRIE_ROOT_THRESHOLD_MIN     2
+#define TRIE_ROOT_THRESHOLD_MAX     100
 
 /* Statistics in the spirit of /proc/net/fib_triestat. */
 struct trie_stats {

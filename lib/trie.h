@@ -153,7 +153,7 @@ extern __thread uint64_t trie_reads[TRIE_READ_KINDS];
 	void T##_set_build_threads(struct T *t, unsigned int n);                                   \
 	/*                                                                                         \
 	 * Writer. The root inflates when its used children reach @inflate                         \
-	 * percent of its size and halves under half that (30 and 15 by                            \
+	 * percent of its size and halves under half that (25 and 12 by                            \
 	 * default); the root is resized to them now (in bulk mode, at its end).                   \
 	 * -EINVAL outside TRIE_ROOT_THRESHOLD_MIN..MAX.                                           \
 	 */                                                                                        \

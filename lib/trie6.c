@@ -43,7 +43,9 @@ static void key_format(trie_key6 key, char *buf, size_t size)
  * fourteenth round). The halve threshold moves with the inflate one: with
  * 30 % and 25 %, resizing a resized trie again changed it (test_trie).
  * INFLATE_THRESHOLD6 and HALVE_THRESHOLD6 set them at build time;
- * INFLATE_THRESHOLD and HALVE_THRESHOLD set both families'.
+ * INFLATE_THRESHOLD and HALVE_THRESHOLD set both families'. The root
+ * itself has IPv4's root thresholds (TRIE_ROOT_THRESHOLD_DEFAULT, 25 %):
+ * on the full view it keeps its 4 bits either way.
  */
 #ifndef INFLATE_THRESHOLD6
 #define INFLATE_THRESHOLD6 30

@@ -513,15 +513,18 @@ static unsigned int ft_widest_bits(const struct fib *f, int family)
 
 /*
  * fib_set_root_threshold() resizes the loaded roots at once: the IPv4
- * root of the full view goes from 18 bits to 20 at 20 % and to 24 at 5 %
- * (DIR-24-8's first level, which keeps no fallback entries), leaves sit
- * higher, the memory grows, and every answer stays the reference's; back
- * at 30 % the trie is built anew: the root is 18 bits again, and the
- * trie no deeper than the load made it.
+ * root of the full view goes from the default's 19 bits to 20 at 20 % and
+ * to 24 at 5 % (DIR-24-8's first level, which keeps no fallback entries),
+ * leaves sit higher, the memory grows, and every answer stays the
+ * reference's. At 30 % (the kernel's) the trie is built anew with a root
+ * of 18 bits: less memory, leaves lower. Back at the default, the root
+ * inflates to 19 bits again, the trie no deeper and no larger than the
+ * load made it.
  */
 static void test_fulltable_root_threshold_resizes_the_root(void **state)
 {
-	static const unsigned int pct[] = { 20, 5, 30 }, bits[] = { 20, 24, 18 };
+	static const unsigned int pct[] = { 20, 5, 30, TRIE_ROOT_THRESHOLD_DEFAULT },
+				  bits[] = { 20, 24, 18, 19 };
 	struct ft *s = *state;
 	struct trie_stats st0, st;
 	struct fib_state fs0, fs;
@@ -532,15 +535,15 @@ static void test_fulltable_root_threshold_resizes_the_root(void **state)
 		fail_msg("the table did not load: no root to resize");
 	assert_int_equal(fib_set_root_threshold(s->fib, TRIE_ROOT_THRESHOLD_MIN - 1), -EINVAL);
 	assert_int_equal(fib_set_root_threshold(s->fib, TRIE_ROOT_THRESHOLD_MAX + 1), -EINVAL);
-	assert_int_equal(ft_widest_bits(s->fib, AF_INET), 18);
+	assert_int_equal(ft_widest_bits(s->fib, AF_INET), 19);
 	bits6 = ft_widest_bits(s->fib, AF_INET6);
 	ft_table_stats(s, AF_INET, &st0);
 	fib_reclaim_barrier(s->fib);
 	fib_get_state(s->fib, &fs0);
-	for (unsigned int i = 0; i < 3; i++) {
+	for (unsigned int i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 		struct ft_tally in4 = { 0 }, any4 = { 0 }, in6 = { 0 };
 		/* At least the fallbacks of the slots that were added. */
-		uint64_t grown = ((1ull << 20) - (1ull << 18)) * 8;
+		uint64_t grown = ((1ull << 20) - (1ull << 19)) * 8;
 
 		assert_int_equal(fib_set_root_threshold(s->fib, pct[i]), 0);
 		ft_expect_fib_ok(s);
@@ -562,15 +565,23 @@ static void test_fulltable_root_threshold_resizes_the_root(void **state)
 			assert_true(st.fallback_bytes >= 8ull << bits[i]);
 			assert_true(st.fallback_bytes < 8ull << (bits[i] + 1));
 		}
-		if (bits[i] > 18) {
+		if (bits[i] > 19) {
 			assert_true(st.total_depth < st0.total_depth);
 			assert_true(fs.mem.live_bytes > fs0.mem.live_bytes + grown);
+		} else if (bits[i] < 19) {
+			/*
+			 * Built anew, as a bulk load builds it, on a root of half
+			 * the slots and fallbacks: leaves lower, less memory.
+			 */
+			assert_true(st.total_depth > st0.total_depth);
+			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes);
 		} else {
 			/*
-			 * Built anew, as a bulk load builds it: no deeper than the
-			 * load made it (halved step by step: 3.34 against 3.23).
-			 * Its slab chunks: the 20 % step's inflates leave some half
-			 * used (34 -> 46 MiB here; halved step by step, 30 MiB more).
+			 * The trie built anew at 18 bits, its root inflated: no
+			 * deeper than the load made it (halved step by step, as
+			 * first written: 3.34 against 3.23 at 18 bits). Its slab
+			 * chunks: the 20 % step's inflates leave some half used
+			 * (34 -> 46 MiB here; halved step by step, 30 MiB more).
 			 */
 			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes + grown / 4);
 			assert_true(st.total_depth * 100 <= st0.total_depth * 101);
@@ -710,7 +721,7 @@ static void ft_expect_bound(const struct fib *f, uint64_t sync_mem, const char *
 
 /*
  * A flush removes prefix after prefix: the widest node (the IPv4 root,
- * 18 bits, 2.25 MiB) is halved and retired many times on the way. The
+ * 19 bits, 4.5 MiB) is halved and retired many times on the way. The
  * bound pending <= sync-mem + the largest object retired holds through
  * flushes of each family and of every table, at the smallest sync-mem and
  * at the default; max-object is at least the widest node the table had.

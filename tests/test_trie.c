@@ -1994,10 +1994,10 @@ static unsigned int tt_widest_bits(const struct tt *tt)
  * trie*_set_root_threshold() in bulk mode takes effect at its end: the
  * full view sorted, loaded in bulk mode into the fixture's trie with the
  * threshold set to 10 % halfway, and into a second trie with the default
- * (30 %). At the end the fixture's root is wider (IPv4: 22 bits against
- * 18; IPv6's widest node, 14 bits under a root of 4, keeps its size), both
- * tries are sound and answer alike. Set back to 30 % outside bulk mode,
- * the root shrinks at once to the default's size.
+ * (TRIE_ROOT_THRESHOLD_DEFAULT). At the end the fixture's root is wider
+ * (IPv4: 22 bits against 19; IPv6's widest node, 14 bits under a root of
+ * 4, keeps its size), both tries are sound and answer alike. Set back to
+ * the default outside bulk mode, the root shrinks at once to its size.
  */
 static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state)
 {
@@ -2044,7 +2044,7 @@ static void test_trie_root_threshold_in_bulk_mode_waits_for_its_end(void **state
 	tdata_rng_seed(&r, tdata_seed(20261207));
 	expect_same_answers(&f->tt, &plain, p, n, &r, 100000);
 	/* Back to the default, outside bulk mode: at once. */
-	assert_int_equal(tt_set_root_threshold(&f->tt, 30), 0);
+	assert_int_equal(tt_set_root_threshold(&f->tt, TRIE_ROOT_THRESHOLD_DEFAULT), 0);
 	assert_trie_ok(&f->tt);
 	assert_int_equal(tt_widest_bits(&f->tt), base);
 	expect_same_answers(&f->tt, &plain, p, n, &r, 100000);
@@ -2349,11 +2349,12 @@ static void test_trie_inflates_dense_node_and_halves_it_back(void **state)
 	/* The covering prefix shares the first /24's key: four leaves. */
 	assert_int_equal(st.leaves, 4);
 	/*
-	 * With the root's halve threshold of 15%, a node of 32 slots or more
-	 * holding four children would have halved.
+	 * With the root's halve threshold of 12 % (half the default inflate
+	 * threshold), a node of 64 slots or more holding four children would
+	 * have halved (at the kernel's 15 %, one of 32 or more).
 	 */
-	assert_true(st.pointers <= 16);
-	for (unsigned int b = 5; b <= TRIE_MAX_BITS; b++)
+	assert_true(st.pointers <= 32);
+	for (unsigned int b = 6; b <= TRIE_MAX_BITS; b++)
 		assert_int_equal(st.nodes_by_bits[b], 0);
 	expect_lookup(tt, net | ((tkey)64 << shift) | 1, (int)len, 164);
 	expect_lookup(tt, net | ((tkey)65 << shift) | 1, (int)len - 8, 1);
@@ -2473,13 +2474,28 @@ static void set_two_hosts(struct tt *tt, tkey host, uint64_t tnodes, uint64_t on
 	expect_lookup(tt, host | 1, (int)tt->bits, 4);
 }
 
+/* @a/@len (route 1) and @b/@len (route 2) are joined by one node of @bits, the trie's only one. */
+static void expect_joined(const struct tt *tt, tkey a, tkey b, unsigned int len, unsigned int bits)
+{
+	struct trie_stats st;
+
+	assert_trie_ok(tt);
+	tt_stats(tt, &st);
+	assert_int_equal(st.tnodes, 1);
+	assert_int_equal(st.nodes_by_bits[bits], 1);
+	expect_lookup(tt, a | 1, (int)len, 1);
+	expect_lookup(tt, b | 1, (int)len, 2);
+}
+
 /*
  * Two leaves are joined by the node the kernel's resize leaves: 2 bits when
  * they differ above the last bit (a node of 1 bit with both children used
  * inflates at once, and two of its four slots used, neither an internal
  * node, stay), 1 bit when they differ at the last bit (pos 0: nothing to
  * inflate into). lcfib makes the 2-bit node at once (leaf_insert()), outside
- * bulk mode.
+ * bulk mode. The node here is the root: the kernel's root threshold (30 %)
+ * keeps it as every node below a root is kept; at the default (25 %) two
+ * of four slots used inflate a root once more, to 3 bits.
  */
 static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 {
@@ -2490,16 +2506,11 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	tkey b = K(tt, v4 ? "10.1.128.0" : "2001:db8:1:8000::");
 	tkey host = K(tt, v4 ? "192.0.2.0" : "2001:db8:2::");
 	unsigned int len = v4 ? 17 : 49; /* a and b differ in their last bit */
-	struct trie_stats st;
 
+	assert_int_equal(tt_set_root_threshold(tt, 30), 0);
 	assert_int_equal(tt_set(tt, a, len, 1, 1), 0);
 	assert_int_equal(tt_set(tt, b, len, 1, 2), 0);
-	assert_trie_ok(tt);
-	tt_stats(tt, &st);
-	assert_int_equal(st.tnodes, 1);
-	assert_int_equal(st.nodes_by_bits[2], 1);
-	expect_lookup(tt, a | 1, (int)len, 1);
-	expect_lookup(tt, b | 1, (int)len, 2);
+	expect_joined(tt, a, b, len, 2);
 
 	/* Both gone, then two hosts that differ in the last bit. */
 	assert_int_equal(tt_del(tt, a, len), 0);
@@ -2518,18 +2529,9 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	tt_set_bulk(tt, true);
 	assert_int_equal(tt_set(tt, a, len, 1, 1), 0);
 	assert_int_equal(tt_set(tt, b, len, 1, 2), 0);
-	assert_trie_ok(tt);
-	tt_stats(tt, &st);
-	assert_int_equal(st.tnodes, 1);
-	assert_int_equal(st.nodes_by_bits[BULK_NODE_BITS], 1);
-	expect_lookup(tt, a | 1, (int)len, 1);
-	expect_lookup(tt, b | 1, (int)len, 2);
+	expect_joined(tt, a, b, len, BULK_NODE_BITS);
 	tt_set_bulk(tt, false);
-	assert_trie_ok(tt);
-	tt_stats(tt, &st);
-	assert_int_equal(st.tnodes, 1);
-	assert_int_equal(st.nodes_by_bits[2], 1);
-	expect_lookup(tt, b | 1, (int)len, 2);
+	expect_joined(tt, a, b, len, 2);
 
 	/*
 	 * A load that made fewer (the two hosts onto a and b), resized in place
@@ -2544,6 +2546,14 @@ static void test_trie_joins_two_leaves_as_resize_leaves_them(void **state)
 	assert_trie_ok(tt);
 	expect_lookup(tt, host, (int)tt->bits, 3);
 	expect_lookup(tt, a | 1, (int)len, 1);
+
+	/* At the default, a root joining two leaves has 3 bits. */
+	assert_int_equal(tt_del(tt, host, tt->bits), 0);
+	assert_int_equal(tt_del(tt, host | 1, tt->bits), 0);
+	assert_int_equal(tt_del(tt, a, len), 0);
+	assert_int_equal(tt_set_root_threshold(tt, TRIE_ROOT_THRESHOLD_DEFAULT), 0);
+	assert_int_equal(tt_set(tt, a, len, 1, 1), 0);
+	expect_joined(tt, a, b, len, 3);
 }
 
 /* Insert many, delete all: no leaf, no node, no byte of either left behind. */

@@ -1497,7 +1497,7 @@ static double fib6_reads(const struct bench *b, const struct in6_addr *a, size_t
 static int section_reads(struct bench *b)
 {
 	const char *n6[2] = { "inside prefixes", "random in 2000::/3" };
-	static const unsigned int wider[] = { 20, 10, 5 };
+	static const unsigned int other[] = { 30, 20, 10, 5 };
 	struct fib_state st[3];
 	struct load_fig lf6;
 	const struct fib_table *tb4, *tb6;
@@ -1535,14 +1535,15 @@ static int section_reads(struct bench *b)
 		print_reads_row("IPv6", n6[k], "fib_lookup6_batch_rcu", reads, b->n_addr6);
 	}
 	/*
-	 * Wider roots (fib_set_root_threshold()), as section dpdk times them,
-	 * after the IPv6 rows (IPv6's root changes too); then the default.
+	 * Other roots (fib_set_root_threshold()), as section dpdk times them:
+	 * the kernel's threshold, then wider ones; after the IPv6 rows (IPv6's
+	 * root changes too); then the default.
 	 */
-	for (size_t i = 0; i < sizeof(wider) / sizeof(wider[0]); i++) {
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
 		char api[40];
 
-		fib_set_root_threshold(b->fib4, wider[i]);
-		snprintf(api, sizeof(api), "batch, root threshold %u %%", wider[i]);
+		fib_set_root_threshold(b->fib4, other[i]);
+		snprintf(api, sizeof(api), "batch, root threshold %u %%", other[i]);
 		for (int k = 0; k < ADDR_KINDS; k++) {
 			count_reads(pass_lc4_batch, tb4, b->a4[k], b->n_addr4, reads);
 			print_reads_row("IPv4", addr_kind_name[k], api, reads, b->n_addr4);
@@ -1553,7 +1554,7 @@ static int section_reads(struct bench *b)
 			print_reads_row("IPv6", n6[k], api, reads, b->n_addr6);
 		}
 	}
-	fib_set_root_threshold(b->fib4, 30);
+	fib_set_root_threshold(b->fib4, TRIE_ROOT_THRESHOLD_DEFAULT);
 	fib_reader_unregister();
 	for (int k = 0; k < ADDR_KINDS; k++)
 		printf("DIR-24-8 (rte_lpm, rte_fib dir24_8), IPv4 %s: %.3f reads a lookup\n",
@@ -2098,15 +2099,16 @@ static void section_dpdk6(struct bench *b)
 }
 
 /*
- * The same lcfib FIB with wider roots (fib_set_root_threshold(), resized
- * in place: 20, 22 and 24 bits on the full view), its lookups beside the
- * DPDK figures of this run and its answers checked against DPDK's; then
- * back to the default for the sections after this one.
+ * The same lcfib FIB with other roots (fib_set_root_threshold(), resized
+ * in place: the kernel's 30 %, 18 bits on the full view, then the wider
+ * 20, 22 and 24 bits), its lookups beside the DPDK figures of this run and
+ * its answers checked against DPDK's; then back to the default (19 bits)
+ * for the sections after this one.
  */
-static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb,
+static void dpdk_other_roots(struct bench *b, const struct lk_fig *lpm1, const struct lk_fig *lpmb,
 			     const struct rte_lpm *lpm, struct rte_fib *fib)
 {
-	static const unsigned int pct[] = { 20, 10, 5 };
+	static const unsigned int pct[] = { 30, 20, 10, 5 };
 	const struct fib_table *tb = fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET);
 	struct trie_stats st, st0;
 	struct fib_state fs0, fs;
@@ -2119,7 +2121,8 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 	fib_table_stats_rcu(tb, &st0);
 	rss0 = rss_bytes();
 	printf("\nthe same lcfib FIB, its root resized by fib_set_root_threshold() "
-	       "(default 30 %%)\n");
+	       "(default %u %%)\n",
+	       TRIE_ROOT_THRESHOLD_DEFAULT);
 	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 		struct lk_fig lc[ADDR_KINDS][2];
 		unsigned int bits;
@@ -2155,14 +2158,14 @@ static void dpdk_wider_roots(struct bench *b, const struct lk_fig *lpm1, const s
 		}
 		print_agreement(b, tb, lpm, fib);
 	}
-	fib_set_root_threshold(b->fib4, 30);
+	fib_set_root_threshold(b->fib4, TRIE_ROOT_THRESHOLD_DEFAULT);
 	fib_reclaim_barrier(b->fib4);
 	fib_mem_trim(b->fib4);
 	fib_get_state(b->fib4, &fs);
 	fib_table_stats_rcu(tb, &st);
-	printf("back to 30 %% (built anew), after fib_mem_trim(): leaf depth %.2f (%.2f before), "
+	printf("back to %u %% (built anew), after fib_mem_trim(): leaf depth %.2f (%.2f before), "
 	       "slab chunks held %.1f MiB (%.1f), process RSS %.1f MiB (%.1f)\n",
-	       (double)st.total_depth / (double)st.leaves,
+	       TRIE_ROOT_THRESHOLD_DEFAULT, (double)st.total_depth / (double)st.leaves,
 	       (double)st0.total_depth / (double)st0.leaves, (double)fs.mem.slab_bytes / MIB,
 	       (double)fs0.mem.slab_bytes / MIB, (double)rss_bytes() / MIB, (double)rss0 / MIB);
 }
@@ -2245,7 +2248,7 @@ static int section_dpdk(struct bench *b)
 					      fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET),
 					      "lcfib fib_lookup4_batch_rcu" },
 		      &(struct in_cache_api){ pass_lpm_bulk, lpm, "rte_lpm_lookup_bulk" });
-	dpdk_wider_roots(b, lpm1, lpmb, lpm, fib);
+	dpdk_other_roots(b, lpm1, lpmb, lpm, fib);
 	printf("\n");
 	print_agreement(b, fib_table_get_rcu(b->fib4, FIB_TABLE_MAIN, AF_INET), lpm, fib);
 	if (fib)

@@ -577,11 +577,12 @@ static void test_fulltable_root_threshold_resizes_the_root(void **state)
 			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes);
 		} else {
 			/*
-			 * The trie built anew at 18 bits, its root inflated: no
-			 * deeper than the load made it (halved step by step, as
-			 * first written: 3.34 against 3.23 at 18 bits). Its slab
-			 * chunks: the 20 % step's inflates leave some half used
-			 * (34 -> 46 MiB here; halved step by step, 30 MiB more).
+			 * The trie built anew at 18 bits, its root inflated: at
+			 * most 1 % deeper than the load made it (3.10 against
+			 * 3.09 here; halved step by step, as first written, 3.34
+			 * against 3.23 at 18 bits). Its slab chunks: the 20 %
+			 * step's inflates leave some half used (44 -> 54 MiB
+			 * here; halved step by step, 30 MiB more).
 			 */
 			assert_true(fs.mem.live_bytes < fs0.mem.live_bytes + grown / 4);
 			assert_true(st.total_depth * 100 <= st0.total_depth * 101);
@@ -778,7 +779,13 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
  * otherwise free: a trim after it finds no wholly free chunk left (it
  * found 5.25 MiB when the flush trimmed before that grace period). And the
  * family loaded again, one route at a time as at first, holds no more
- * slab memory than the first load left held.
+ * slab memory than the first load left held, give or take 1 %: when the
+ * background thread frees what the writer retired moves a few 64 KiB
+ * chunks from one load to the next (42.8 to 43.0 MiB after the first load,
+ * in five runs of the same build; a reload held 3 chunks more than its
+ * first load once). Before the twentieth round's mends, lcfibd after a
+ * reload held 1.30-1.39x its live bytes, against 1.17x after its first
+ * load (docs/BENCHMARKS.md).
  */
 static void test_fulltable_flush_gives_its_memory_back(void **state)
 {
@@ -812,7 +819,7 @@ static void test_fulltable_flush_gives_its_memory_back(void **state)
 	print_message("  slab held after IPv4 again: %llu (%llu free)\n",
 		      (unsigned long long)reloaded.mem.slab_bytes,
 		      (unsigned long long)reloaded.mem.slab_free_bytes);
-	assert_true(reloaded.mem.slab_bytes <= loaded.mem.slab_bytes);
+	assert_true(reloaded.mem.slab_bytes <= loaded.mem.slab_bytes + loaded.mem.slab_bytes / 100);
 	fib_reclaim_barrier(t.fib);
 	fib_destroy(t.fib);
 	ref_free(t.ref4);

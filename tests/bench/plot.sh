@@ -76,8 +76,9 @@ awk -v dir="$tmp" '
 		order[0] = "def"
 		for (k = 0; k <= n; k++) {
 			t = order[k]
-			printf "%s%% %.2f %s %s %s %s\n", t == "def" ? dflt : t, bpr[t], lc[t, "b", "u"], lc[t, "b", "i"],
-			       lc[t, "s", "u"], lc[t, "s", "i"] | ("sort -k2,2n > " dir "/root.dat")
+			printf "%s%% %.2f %s %s %s %s\n", t == "def" ? dflt : t, bpr[t],
+			       lc[t, "b", "u"], lc[t, "b", "i"], lc[t, "s", "u"], lc[t, "s", "i"] \
+			       | ("sort -k2,2n > " dir "/root.dat")
 		}
 		for (d in heap)
 			if ((d, "u") in mps)

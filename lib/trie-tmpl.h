@@ -211,9 +211,10 @@ struct TRIE {
  * 16 % faster inside table prefixes and 26 % faster on uniformly random
  * addresses, single lookups 12-13 % faster (medians of six runs each;
  * docs/BENCHMARKS.md, issue 9's twenty-third round). Every threshold from
- * 22 to 26 % gives those 19 bits; 25 leaves the table room to grow before
- * its root takes 20 (at 21 % today: 45.3 bytes a route, over the 40) and
- * to shrink before it is back at 18 (27 %).
+ * 21 to 26 % gives those 19 bits, loaded one route at a time or in bulk;
+ * 25 leaves the table room to grow before its root takes 20 (at 20 %
+ * today: 45.3 bytes a route, over the 40) and to shrink before it is back
+ * at 18 (a bulk load at 27 %).
  */
 #ifndef HALVE_THRESHOLD
 #define HALVE_THRESHOLD 25

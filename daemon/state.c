@@ -198,6 +198,7 @@ static int state_memory(struct lyd_node *st, const struct mem_stats *m)
 	ret |= state_u64(n, "slab-free-bytes", m->slab_free_bytes);
 	ret |= state_u64(n, "slab-released-bytes", m->slab_released_bytes);
 	ret |= state_u64(n, "trims", m->trims);
+	ret |= state_u64(n, "compactions", m->compactions);
 	ret |= state_u64(n, "resident-bytes", rss);
 	ret |= state_u64(n, "peak-resident-bytes", peak);
 	return ret;

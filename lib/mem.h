@@ -73,6 +73,29 @@ uint64_t mem_trim(struct mem *m);
 bool mem_trim_due(struct mem *m, uint64_t coming);
 
 /*
+ * Writer: compaction. A trim gives back only wholly free chunks; objects
+ * freed one by one leave chunks part used (a full table loaded one route
+ * at a time held 1.38 times its live bytes). Between mem_evacuate_begin()
+ * and mem_evacuate_end(), slab objects come only from chunks of new 2 MiB
+ * blocks (not the given back ones: they lie in blocks given back in part,
+ * on small pages): the free objects wait aside, with the tails of the
+ * chunks being carved. Whatever the writer copies meanwhile
+ * (lib/trie-tmpl.h builds each trie anew) leaves the old chunks to its old
+ * objects and the free ones; once the old objects are freed (a grace
+ * period), mem_trim() gives those chunks back. No mem_trim() in between.
+ */
+void mem_evacuate_begin(struct mem *m);
+void mem_evacuate_end(struct mem *m);
+/*
+ * Writer: whether a compaction is worth it after a trim -- free slab
+ * bytes still over a fifth of the slab memory held, and 4 MiB more than
+ * after the last compaction (so one that could not help, the free objects
+ * being of what it does not move, is not run again for nothing).
+ */
+bool mem_compact_due(struct mem *m);
+/* Writer: a compaction ended (counted; mem_compact_due() starts from here). */
+void mem_compacted(struct mem *m);
+/*
  * A second thread's allocations while the writer allocates too (a bulk
  * load's end builds part of a trie on a helper thread). The writer makes
  * the arena and ends it; in between, one other thread allocates from it

@@ -38,6 +38,7 @@ struct mem_stats {
 	uint64_t slab_released_bytes; /* chunks given back to the system, not reused yet */
 	uint64_t trims;               /* trims run (fib_mem_trim(), bulk ends, flushes, idle) */
 	uint64_t trimmed_bytes;       /* chunk bytes given back by them, in all */
+	uint64_t compactions;         /* the tries built anew to empty chunks (fib_mem_trim()) */
 };
 
 struct reclaim_stats {

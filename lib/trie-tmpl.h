@@ -1840,7 +1840,8 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
  * values of b + 1 bits, and a node inflates while those pass the
  * threshold (no such node then halves: see should_halve()).
  *
- * The leaves stay where they are (they have no parent pointer); the new
+ * The leaves stay where they are (they have no parent pointer), but for
+ * compaction's, which copies them to new ones (rebuild_move_leaves()); the new
  * internal nodes are made and filled unseen by readers, published at the
  * root in one store, and the old ones retired after it. Lookups meanwhile
  * walk the old trie, untouched. Without the memory for it (the leaves'
@@ -1865,6 +1866,7 @@ struct rebuild {
 	uint8_t *diff;       /* diff[i]: the highest bit where key[i] and key[i + 1] differ */
 	uint8_t *made_leaf;  /* made_leaf[i]: leaf i was inline, slot[i] is its own leaf now */
 	uintptr_t *old;      /* the old internal nodes' slots, to retire */
+	uintptr_t *moved;    /* moved[i]: leaf i's old slot, if it was copied (rebuild()), or 0 */
 	size_t n_leaf, n_tn; /* collected so far */
 	/* The building thread's: where its nodes come from (NULL: the writer's mem), how many. */
 	struct mem_arena *arena;
@@ -2108,11 +2110,49 @@ static struct tnode *rebuild_node(struct rebuild *rb, struct tnode *tp, size_t l
 	return tn;
 }
 
-/* Builds the trie anew from its leaves, as above; false (nothing changed) without the memory. */
-static bool rebuild(struct TRIE *t)
+/*
+ * Copies each leaf of its own (not inline) that @rb collected into a new
+ * one, for the new trie: the old leaves stay for the old trie's readers,
+ * and are retired with its nodes. False without the memory (the copies
+ * made are freed).
+ */
+static bool rebuild_move_leaves(struct rebuild *rb)
+{
+	for (size_t i = 0; i < rb->n; i++) {
+		const struct leaf *l;
+		struct leaf *nl;
+
+		rb->moved[i] = 0;
+		if (slot_inline(rb->slot[i]))
+			continue;
+		if (i + 8 < rb->n && !slot_inline(rb->slot[i + 8]))
+			__builtin_prefetch(slot_node(rb->slot[i + 8]));
+		l = node_leaf(slot_node(rb->slot[i]));
+		nl = node_alloc(rb->t, MEM_LEAF, leaf_size(l->n.nr));
+		if (!nl) {
+			while (i--)
+				if (rb->moved[i])
+					mem_free(rb->t->mem, MEM_LEAF, slot_node(rb->slot[i]),
+						 leaf_size(slot_node(rb->slot[i])->nr));
+			return false;
+		}
+		memcpy(nl, l, leaf_size(l->n.nr));
+		rb->moved[i] = rb->slot[i];
+		rb->slot[i] = (uintptr_t)nl | (rb->slot[i] & ~SLOT_ADDR_MASK);
+	}
+	return true;
+}
+
+/*
+ * Builds the trie anew from its leaves, as above; false (nothing changed)
+ * without the memory. @move_leaves: its leaves of their own are copied too
+ * (compaction: TN(compact)()).
+ */
+static bool rebuild(struct TRIE *t, bool move_leaves)
 {
 	struct rebuild rb = { .t = t, .n = t->nr_leaves, .n_old = t->nr_tnodes };
-	size_t per = sizeof(TKEY) + sizeof(uintptr_t) + 3, len;
+	size_t per = sizeof(TKEY) + sizeof(uintptr_t) + 3 + (move_leaves ? sizeof(uintptr_t) : 0),
+	       len;
 	uintptr_t old = t->root;
 	struct tnode *root;
 	void *mem;
@@ -2124,7 +2164,7 @@ static bool rebuild(struct TRIE *t)
 	 * Mapped, not malloc'd: freeing a block this big would raise glibc's
 	 * mmap threshold, and later large nodes would come from its heap.
 	 */
-	len = rb.n * per + rb.n_old * sizeof(uintptr_t);
+	len = rb.n * per + rb.n_old * sizeof(uintptr_t) + 8;
 	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return false;
@@ -2142,6 +2182,9 @@ static bool rebuild(struct TRIE *t)
 		munmap(mem, len);
 		return false;
 	}
+	/* After the bytes, aligned (len has room for it). */
+	if (move_leaves)
+		rb.moved = (uintptr_t *)(((uintptr_t)(rb.made_leaf + rb.n) + 7) & ~(uintptr_t)7);
 	for (size_t i = 0; i < rb.n; i++) {
 		/* The leaves are far apart after a shuffled load: keep a few reads in flight. */
 		if (i + 8 < rb.n)
@@ -2151,15 +2194,23 @@ static bool rebuild(struct TRIE *t)
 		if (i)
 			rb.diff[i - 1] = (uint8_t)key_fls(rb.key[i - 1] ^ rb.key[i]);
 	}
+	if (move_leaves && !rebuild_move_leaves(&rb)) {
+		munmap(mem, len);
+		return false;
+	}
 	root = rebuild_node(&rb, NULL, 0, rb.n);
 	/*
 	 * The inline leaves that a node with a larger pos took have leaves of
 	 * their own: once published, their shared routes lose them (the old
 	 * nodes, which readers may be in, are retired); else the leaves go.
 	 */
-	for (size_t i = 0; !root && i < rb.n; i++)
+	for (size_t i = 0; !root && i < rb.n; i++) {
 		if (rb.made_leaf[i])
 			mem_free(t->mem, MEM_LEAF, slot_node(rb.slot[i]), leaf_size(1));
+		if (rb.moved && rb.moved[i])
+			mem_free(t->mem, MEM_LEAF, slot_node(rb.slot[i]),
+				 leaf_size(slot_node(rb.slot[i])->nr));
+	}
 	if (root) {
 		STAT_ADD(t->nr_tnodes, rb.made);
 		put_child_root(t, NULL, root->n.key, &root->n);
@@ -2169,9 +2220,12 @@ static bool rebuild(struct TRIE *t)
 			reclaim_retire(t->rc, slot_node(rb.old[i]),
 				       tnode_size(slot_bits(rb.old[i])), MEM_TNODE);
 		}
-		for (size_t i = 0; i < rb.n; i++)
+		for (size_t i = 0; i < rb.n; i++) {
 			if (rb.made_leaf[i])
 				shared_put(t, &node_leaf(slot_node(rb.slot[i]))->r[0]);
+			if (rb.moved && rb.moved[i])
+				node_retire(t, slot_node(rb.moved[i]));
+		}
 	}
 	munmap(mem, len);
 	return root != NULL;
@@ -2228,7 +2282,8 @@ static void root_fit(struct TRIE *t)
 	 * memory half used: 30 MiB more resident after 24 bits and back, on
 	 * the full view.
 	 */
-	if (root && !node_is_leaf(root) && root_too_wide(t, node_tnode(root)) && !rebuild(t)) {
+	if (root && !node_is_leaf(root) && root_too_wide(t, node_tnode(root)) &&
+	    !rebuild(t, false)) {
 		while (root_too_wide(t, node_tnode(root)) && halve(t, node_tnode(root)) == 0)
 			root = slot_node(t->root);
 		resize_full_children(t, node_tnode(root));
@@ -2260,6 +2315,18 @@ int TN(set_root_threshold)(struct TRIE *t, unsigned int inflate)
 	return 0;
 }
 
+bool TN(compact)(struct TRIE *t)
+{
+	struct node *root = slot_node(t->root);
+
+	/* In bulk mode its end builds it anew (or resizes it) anyway. */
+	if (t->deferred || !root || node_is_leaf(root) || !rebuild(t, true))
+		return false;
+	if (t->fb_stale)
+		fb_build(t);
+	return true;
+}
+
 void TN(set_bulk)(struct TRIE *t, bool on)
 {
 	struct node *root = slot_node(t->root);
@@ -2275,7 +2342,7 @@ void TN(set_bulk)(struct TRIE *t, bool on)
 		return;
 	}
 	/* An eager load left nothing to resize. */
-	if (!eager && (!root || node_is_leaf(root) || !bulk_rebuilds(t) || !rebuild(t)))
+	if (!eager && (!root || node_is_leaf(root) || !bulk_rebuilds(t) || !rebuild(t, false)))
 		bulk_resize_all(t);
 	if (t->root_refit) {
 		t->root_refit = false;

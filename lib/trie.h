@@ -158,6 +158,13 @@ extern __thread uint64_t trie_reads[TRIE_READ_KINDS];
 	 * -EINVAL outside TRIE_ROOT_THRESHOLD_MIN..MAX.                                           \
 	 */                                                                                        \
 	int T##_set_root_threshold(struct T *t, unsigned int inflate);                             \
+	/*                                                                                         \
+	 * Writer. Builds the trie anew from its leaves, as bulk mode's end does,                  \
+	 * into new internal nodes and copies of its leaves (mem_evacuate_begin()                  \
+	 * puts them in new chunks); the old ones are retired. False when nothing                  \
+	 * changed: in bulk mode, a trie of one leaf or none, or without the memory.               \
+	 */                                                                                        \
+	bool T##_compact(struct T *t);                                                             \
 	/* Writer: checks every structural invariant; -EUCLEAN with the first violation. */        \
 	int T##_check(const struct T *t, struct errbuf *err);                                      \
 	/* A dump in the spirit of /proc/net/fib_trie. Writer, or reader. */                       \

@@ -14,7 +14,8 @@
  *
  * In two runs each wave rises in one bulk load, sorted: its end builds the
  * trie anew, half of it on a second thread, and swaps it in under the
- * readers.
+ * readers. Every 50,000 edits, in every run, compaction does the same
+ * (fib_mem_compact(): the trie built anew into new chunks).
  *
  * Readers also look up random addresses near the probes and check that
  * whatever comes back is a route some edit made (type, metric, length),
@@ -80,6 +81,7 @@ struct fam {
 	int (*check)(const void *t, struct errbuf *err);
 	void (*get_stats)(const void *t, struct trie_stats *st);
 	void (*set_bulk)(void *t, bool on);
+	bool (*compact)(void *t);
 	int (*parse)(const char *s, u128 *key);
 	void (*format)(u128 key, char *buf, size_t size);
 };
@@ -133,6 +135,11 @@ static void fam4_get_stats(const void *t, struct trie_stats *st)
 static void fam4_set_bulk(void *t, bool on)
 {
 	trie4_set_bulk(t, on);
+}
+
+static bool fam4_compact(void *t)
+{
+	return trie4_compact(t);
 }
 
 static int fam4_parse(const char *s, u128 *key)
@@ -200,6 +207,11 @@ static void fam6_set_bulk(void *t, bool on)
 	trie6_set_bulk(t, on);
 }
 
+static bool fam6_compact(void *t)
+{
+	return trie6_compact(t);
+}
+
 static int fam6_parse(const char *s, u128 *key)
 {
 	struct in6_addr a;
@@ -233,6 +245,7 @@ static const struct fam fam4 = {
 	.check = fam4_check,
 	.get_stats = fam4_get_stats,
 	.set_bulk = fam4_set_bulk,
+	.compact = fam4_compact,
 	.parse = fam4_parse,
 	.format = fam4_format,
 };
@@ -248,6 +261,7 @@ static const struct fam fam6 = {
 	.check = fam6_check,
 	.get_stats = fam6_get_stats,
 	.set_bulk = fam6_set_bulk,
+	.compact = fam6_compact,
 	.parse = fam6_parse,
 	.format = fam6_format,
 };
@@ -715,6 +729,7 @@ static void run_concurrency(const struct params *pa)
 	struct reclaim_stats st;
 	struct mem_stats ms;
 	unsigned long lookups = 0, batch = 0, randoms = 0, failures = 0, rounds_at_end = 0;
+	unsigned long compactions = 0;
 	uint64_t ops = (uint64_t)((double)pa->ops * stress), t0, t1;
 
 	assert_non_null(r);
@@ -779,6 +794,12 @@ static void run_concurrency(const struct params *pa)
 				0);
 		if (i % 100000 == 99999)
 			check_trie(r);
+		/* Compaction (fib_mem_compact()): the trie built anew under the readers. */
+		if (i % 50000 == 24999) {
+			mem_evacuate_begin(r->m);
+			compactions += f->compact(r->t);
+			mem_evacuate_end(r->m);
+		}
 	}
 	t1 = now_ns();
 	churn_note_crest(&c);
@@ -797,17 +818,21 @@ static void run_concurrency(const struct params *pa)
 				    rd[i].first_failure);
 	}
 	reclaim_get_stats(r->rc, &st);
-	print_message(
-		"%s sync-mem %llu%s: %llu edits (%llu in, %llu out, %llu bulk loads) in %.2f s; "
-		"widest node %u bits; readers: %lu lookups, %lu batched, %lu random, %lu "
-		"failures; forced waits %llu (%.1f ms), peak pending %llu\n",
-		f->name, (unsigned long long)pa->sync_mem, pa->toggle ? " toggled" : "",
-		(unsigned long long)ops, (unsigned long long)c.inserts,
-		(unsigned long long)c.deletes, (unsigned long long)c.bulk_loads, (t1 - t0) / 1e9,
-		c.max_bits, lookups, batch, randoms, failures, (unsigned long long)st.forced_waits,
-		st.wait_ns_total / 1e6, (unsigned long long)st.peak_pending);
+	print_message("%s sync-mem %llu%s: %llu edits (%llu in, %llu out, %llu bulk loads, %lu "
+		      "compactions) in %.2f s; "
+		      "widest node %u bits; readers: %lu lookups, %lu batched, %lu random, %lu "
+		      "failures; forced waits %llu (%.1f ms), peak pending %llu\n",
+		      f->name, (unsigned long long)pa->sync_mem, pa->toggle ? " toggled" : "",
+		      (unsigned long long)ops, (unsigned long long)c.inserts,
+		      (unsigned long long)c.deletes, (unsigned long long)c.bulk_loads, compactions,
+		      (t1 - t0) / 1e9, c.max_bits, lookups, batch, randoms, failures,
+		      (unsigned long long)st.forced_waits, st.wait_ns_total / 1e6,
+		      (unsigned long long)st.peak_pending);
 
 	assert_int_equal(failures, 0);
+	/* Every churn of 25,000 edits or more built the trie anew at least once. */
+	if (ops >= 25000 && !pa->bulk)
+		assert_true(compactions > 0);
 	if (pa->bulk) {
 		struct trie_stats ts;
 

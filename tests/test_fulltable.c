@@ -773,6 +773,17 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
 	}
 }
 
+/* A FIB of its own in @t, and the full table loaded one route at a time into it. */
+static void ft_load_fresh(struct ft *t)
+{
+	t->fib = fib_new();
+	assert_non_null(t->fib);
+	t->ref4 = ref_new(AF_INET);
+	t->ref6 = ref_new(AF_INET6);
+	ft_add_all(t, t->data.v4, t->data.n4, t->ref4, t->gw4);
+	ft_add_all(t, t->data.v6, t->data.n6, t->ref6, t->gw6);
+}
+
 /*
  * A flush gives its memory back by itself. Its trim waits for the grace
  * period of the last nodes it retired, which lie spread over chunks
@@ -783,23 +794,23 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
  * background thread frees what the writer retired moves a few 64 KiB
  * chunks from one load to the next (42.8 to 43.0 MiB after the first load,
  * in five runs of the same build; a reload held 3 chunks more than its
- * first load once). Before the twentieth round's mends, lcfibd after a
- * reload held 1.30-1.39x its live bytes, against 1.17x after its first
- * load (docs/BENCHMARKS.md).
+ * first load once). Since the twenty-fourth round the idle flush after
+ * each load compacts: 30.3 MiB held after the first load, and each
+ * compaction leaves a chunk of each size it used part carved, so the
+ * tolerance is 1 MiB where that is more (a reload held 0.6 MiB more once).
+ * Before the twentieth round's mends, lcfibd after a reload held
+ * 1.30-1.39x its live bytes, against 1.17x after its first load
+ * (docs/BENCHMARKS.md).
  */
 static void test_fulltable_flush_gives_its_memory_back(void **state)
 {
 	struct ft *s = *state;
 	struct ft t = *s;
 	struct fib_state loaded, flushed, reloaded;
+	uint64_t slack;
 
 	ft_need_data(s);
-	t.fib = fib_new();
-	assert_non_null(t.fib);
-	t.ref4 = ref_new(AF_INET);
-	t.ref6 = ref_new(AF_INET6);
-	ft_add_all(&t, t.data.v4, t.data.n4, t.ref4, t.gw4);
-	ft_add_all(&t, t.data.v6, t.data.n6, t.ref6, t.gw6);
+	ft_load_fresh(&t);
 	fib_reclaim_flush(t.fib); /* the writer going idle, as lcfibd's does */
 	fib_get_state(t.fib, &loaded);
 	assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET), 0);
@@ -819,8 +830,78 @@ static void test_fulltable_flush_gives_its_memory_back(void **state)
 	print_message("  slab held after IPv4 again: %llu (%llu free)\n",
 		      (unsigned long long)reloaded.mem.slab_bytes,
 		      (unsigned long long)reloaded.mem.slab_free_bytes);
-	assert_true(reloaded.mem.slab_bytes <= loaded.mem.slab_bytes + loaded.mem.slab_bytes / 100);
+	slack = loaded.mem.slab_bytes / 100 > 1u << 20 ? loaded.mem.slab_bytes / 100 : 1u << 20;
+	assert_true(reloaded.mem.slab_bytes <= loaded.mem.slab_bytes + slack);
 	fib_reclaim_barrier(t.fib);
+	fib_destroy(t.fib);
+	ref_free(t.ref4);
+	ref_free(t.ref6);
+}
+
+/* Memory held for a FIB's objects: slab chunks (live and free) and large objects. */
+static uint64_t ft_held(const struct fib_state *fs)
+{
+	return fs->mem.slab_bytes + fs->mem.large_bytes;
+}
+
+/*
+ * A full table loaded one route at a time leaves slab chunks part used:
+ * the root's last inflates split every node below it, and the old nodes'
+ * holes stay (1.41 times the live bytes held, slab chunks and large
+ * objects, for IPv4 alone in the twenty-fourth round). fib_mem_trim()
+ * compacts by itself: the tries are built anew into new chunks and the old
+ * chunks go back, to at most 1.25 times the live bytes (issue 9's target
+ * 2). Every answer stays the reference's, the walk sees every route, and
+ * a second trim has nothing to give back or compact.
+ */
+static void test_fulltable_trim_compacts_a_load_one_route_at_a_time(void **state)
+{
+	struct ft *s = *state;
+	struct ft t = *s;
+	struct fib_state loaded, trimmed;
+	struct ft_tally in4 = { 0 }, any4 = { 0 }, in6 = { 0 };
+	uint64_t given;
+	double t0, dt;
+
+	ft_need_data(s);
+#ifdef LCFIB_MEM_MALLOC_ONLY
+	print_message("  skipped: a malloc-only (sanitizer) build has no slab chunks to compact\n");
+	skip();
+#endif
+	ft_load_fresh(&t);
+	fib_reclaim_barrier(t.fib);
+	fib_get_state(t.fib, &loaded);
+	t0 = ft_now();
+	given = fib_mem_trim(t.fib);
+	dt = ft_now() - t0;
+	fib_get_state(t.fib, &trimmed);
+	print_message("  live %llu, held %llu (%.3fx, %llu slab bytes free) after the load; "
+		      "fib_mem_trim() in %.3f s gave back %llu: held %llu (%.3fx, %llu free), "
+		      "%llu compaction(s)\n",
+		      (unsigned long long)loaded.mem.live_bytes,
+		      (unsigned long long)ft_held(&loaded),
+		      (double)ft_held(&loaded) / (double)loaded.mem.live_bytes,
+		      (unsigned long long)loaded.mem.slab_free_bytes, dt, (unsigned long long)given,
+		      (unsigned long long)ft_held(&trimmed),
+		      (double)ft_held(&trimmed) / (double)trimmed.mem.live_bytes,
+		      (unsigned long long)trimmed.mem.slab_free_bytes,
+		      (unsigned long long)trimmed.mem.compactions);
+	assert_int_equal(trimmed.mem.compactions, loaded.mem.compactions + 1);
+	assert_true(ft_held(&trimmed) * 4 <= trimmed.mem.live_bytes * 5);
+	assert_true(given > 0);
+	ft_expect_fib_ok(&t);
+	ft_expect_walk(&t, AF_INET, t.ref4);
+	ft_expect_walk(&t, AF_INET6, t.ref6);
+	ft_lookups(&t, AF_INET, 1, 200000, &in4);
+	ft_lookups(&t, AF_INET, 0, 100000, &any4);
+	ft_lookups(&t, AF_INET6, 1, 100000, &in6);
+	assert_int_equal(in4.hits, in4.lookups);
+	assert_int_equal(in6.hits, in6.lookups);
+	assert_true(any4.hits > 0 && any4.hits < any4.lookups);
+	/* Done: nothing left to give back, and no compaction for nothing. */
+	assert_int_equal(fib_mem_trim(t.fib), 0);
+	fib_get_state(t.fib, &trimmed);
+	assert_int_equal(trimmed.mem.compactions, loaded.mem.compactions + 1);
 	fib_destroy(t.fib);
 	ref_free(t.ref4);
 	ref_free(t.ref6);
@@ -835,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_fulltable_delete_all_returns_memory),
 		cmocka_unit_test(test_fulltable_flush_keeps_the_reclamation_bound),
 		cmocka_unit_test(test_fulltable_flush_gives_its_memory_back),
+		cmocka_unit_test(test_fulltable_trim_compacts_a_load_one_route_at_a_time),
 	};
 
 #ifdef TDATA_UNDER_TSAN

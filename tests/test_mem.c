@@ -4,7 +4,8 @@
  * back to the system (their pages are no longer resident), chunks that
  * hold one live object stay, frees from another thread count, and given
  * back chunks are reused by other sizes without touching live objects;
- * mem_free_many() frees as mem_free() does. In a malloc-only (sanitizer)
+ * mem_free_many() frees as mem_free() does; objects copied while
+ * evacuating leave the old chunks wholly free. In a malloc-only (sanitizer)
  * build the trim gives nothing back and only counts itself.
  */
 #include <errno.h>
@@ -111,6 +112,13 @@ static struct objs *objs_alloc_and_free_pattern(bool free_here)
 }
 
 #ifndef LCFIB_MEM_MALLOC_ONLY
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* Chunks with no kept object: what a trim must give back. */
 static uint64_t objs_free_chunks(const struct objs *o)
 {
@@ -262,6 +270,85 @@ static void test_mem_trim_keeps_chunks_with_a_live_object(void **state)
 	mem_free(m, MEM_NH, p[0], 64);
 	assert_int_equal(mem_trim(m), CHUNK);
 	assert_int_equal(stats(m).slab_released_bytes, CHUNK);
+	mem_destroy(m);
+}
+
+/* Whether chunk @c is one of the @n sorted chunks @v. */
+static bool chunk_among(const uint64_t *v, size_t n, uint64_t c)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] == c)
+			return true;
+		if (v[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Compaction's half here: every chunk keeps an eighth of its objects, so
+ * a trim gives nothing back; copies made while evacuating land in chunks
+ * of their own, and once the originals are freed every old chunk goes back.
+ */
+static void test_mem_evacuation_empties_the_old_chunks(void **state)
+{
+	struct mem *m = mem_new();
+	void **p = calloc(NR_OBJS, sizeof(*p)), **q = calloc(NR_OBJS / 8, sizeof(*q));
+	uint64_t *old = calloc(NR_OBJS, sizeof(*old)), released;
+	size_t n_old = 0;
+	void *other;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_non_null(old);
+	for (unsigned int i = 0; i < NR_OBJS; i++) {
+		p[i] = mem_alloc(m, MEM_TNODE, OBJ);
+		assert_non_null(p[i]);
+		fill(p[i], OBJ, i);
+		/* Carved in address order within a chunk, chunks in no set order. */
+		if (!n_old || old[n_old - 1] != chunk_of(p[i]))
+			old[n_old++] = chunk_of(p[i]);
+	}
+	for (unsigned int i = 0; i < NR_OBJS; i++)
+		if (i % 8)
+			mem_free(m, MEM_TNODE, p[i], OBJ);
+	assert_int_equal(mem_trim(m), 0);
+	assert_true(mem_compact_due(m));
+	qsort(old, n_old, sizeof(*old), cmp_u64);
+
+	mem_evacuate_begin(m);
+	for (unsigned int i = 0; i < NR_OBJS / 8; i++) {
+		q[i] = mem_alloc(m, MEM_TNODE, OBJ);
+		assert_non_null(q[i]);
+		assert_false(chunk_among(old, n_old, chunk_of(q[i])));
+		memcpy(q[i], p[8 * i], OBJ);
+	}
+	/* Frees meanwhile (the reclaimer's) are not taken either. */
+	other = mem_alloc(m, MEM_TNODE, OBJ);
+	mem_free(m, MEM_TNODE, other, OBJ);
+	assert_ptr_not_equal(mem_alloc(m, MEM_TNODE, OBJ), other);
+	mem_evacuate_end(m);
+
+	for (unsigned int i = 0; i < NR_OBJS; i += 8)
+		mem_free(m, MEM_TNODE, p[i], OBJ);
+	released = mem_trim(m);
+	assert_int_equal(released, n_old * CHUNK);
+	for (unsigned int i = 0; i < NR_OBJS / 8; i++)
+		assert_true(holds(q[i], OBJ, 8 * i));
+	mem_compacted(m);
+	assert_int_equal(stats(m).compactions, 1);
+	assert_false(mem_compact_due(m));
+	free(old);
+	free(q);
+	free(p);
 	mem_destroy(m);
 }
 #else
@@ -514,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_mem_trim_chunks_are_reused_by_any_size),
 		cmocka_unit_test(test_mem_trim_takes_frees_of_other_threads),
 		cmocka_unit_test(test_mem_trim_keeps_chunks_with_a_live_object),
+		cmocka_unit_test(test_mem_evacuation_empties_the_old_chunks),
 #else
 		cmocka_unit_test(test_mem_trim_gives_nothing_back_without_slabs),
 #endif

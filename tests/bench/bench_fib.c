@@ -929,7 +929,8 @@ static void print_trim_row(const char *name, uint64_t before, uint64_t after, ui
 
 /*
  * Resident memory against live bytes before and after fib_mem_trim() (the
- * free slab chunks and glibc's free heap given back), with the huge pages
+ * free slab chunks and glibc's free heap given back; after this load one
+ * route at a time, a compaction too), with the huge pages
  * and the IPv4 batch lookups after it: a chunk given back splits the huge
  * page it was in. After the lookups, so that their rows above are the
  * untrimmed trie's (lcfibd trims at the end of a bulk load).
@@ -950,8 +951,9 @@ static void section_full_trim(struct bench *b, const struct fib_table *tb4)
 	rss[1] = rss_bytes();
 	anon_huge_bytes(&anon[1], &huge[1]);
 	printf("trim: fib_mem_trim() after the full load (both families) and the lookups: "
-	       "%.1f ms, %.1f MiB of slab chunks given back\n",
-	       (double)ns / 1e6, (double)released / MIB);
+	       "%.1f ms, %.1f MiB of slab chunks given back, %" PRIu64 " compaction(s)\n",
+	       (double)ns / 1e6, (double)released / MIB,
+	       st[1].mem.compactions - st[0].mem.compactions);
 	printf("%-26s %10s %10s %9s %9s\n", "MiB", "before", "after", "/live", "/live");
 	print_trim_row("accounted (live)", st[0].mem.live_bytes, st[1].mem.live_bytes,
 		       st[0].mem.live_bytes, st[1].mem.live_bytes);
@@ -961,6 +963,9 @@ static void section_full_trim(struct bench *b, const struct fib_table *tb4)
 		       st[1].mem.slab_free_bytes, st[0].mem.live_bytes, st[1].mem.live_bytes);
 	print_trim_row("slab given back", st[0].mem.slab_released_bytes,
 		       st[1].mem.slab_released_bytes, st[0].mem.live_bytes, st[1].mem.live_bytes);
+	print_trim_row("held (slabs + large)", st[0].mem.slab_bytes + st[0].mem.large_bytes,
+		       st[1].mem.slab_bytes + st[1].mem.large_bytes, st[0].mem.live_bytes,
+		       st[1].mem.live_bytes);
 	print_trim_row("process RSS", rss[0], rss[1], st[0].mem.live_bytes, st[1].mem.live_bytes);
 	print_trim_row("AnonHugePages", huge[0], huge[1], st[0].mem.live_bytes,
 		       st[1].mem.live_bytes);

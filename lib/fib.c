@@ -174,7 +174,7 @@ static uint64_t fib_compact(struct fib *f)
 		reclaim_barrier(f->rc);
 		bytes = mem_trim(f->mem);
 	}
-	mem_compacted(f->mem);
+	mem_compacted(f->mem, built);
 	return bytes;
 }
 

@@ -887,12 +887,13 @@ bool mem_compact_due(struct mem *m)
 	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= m->compact_mark + MEM_TRIM_STEP;
 }
 
-void mem_compacted(struct mem *m)
+void mem_compacted(struct mem *m, bool moved)
 {
 	uint64_t held, live;
 
 	mem_slab_figures(m, &held, &m->compact_mark, &live);
-	MEM_ADD(m->a.compactions, 1);
+	if (moved)
+		MEM_ADD(m->a.compactions, 1);
 }
 
 void mem_get_stats(const struct mem *m, struct mem_stats *st)

@@ -93,8 +93,11 @@ void mem_evacuate_end(struct mem *m);
  * being of what it does not move, is not run again for nothing).
  */
 bool mem_compact_due(struct mem *m);
-/* Writer: a compaction ended (counted; mem_compact_due() starts from here). */
-void mem_compacted(struct mem *m);
+/*
+ * Writer: a compaction ended, having @moved something (then counted);
+ * mem_compact_due() starts from here either way.
+ */
+void mem_compacted(struct mem *m, bool moved);
 /*
  * A second thread's allocations while the writer allocates too (a bulk
  * load's end builds part of a trie on a helper thread). The writer makes

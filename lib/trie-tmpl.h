@@ -2322,6 +2322,7 @@ bool TN(compact)(struct TRIE *t)
 	/* In bulk mode its end builds it anew (or resizes it) anyway. */
 	if (t->deferred || !root || node_is_leaf(root) || !rebuild(t, true))
 		return false;
+	t->finger = NULL; /* set in bulk mode only; its node is retired now */
 	if (t->fb_stale)
 		fb_build(t);
 	return true;

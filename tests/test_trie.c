@@ -163,6 +163,11 @@ static void tt_set_bulk(struct tt *tt, bool on)
 		trie6_set_bulk(tt->t6, on);
 }
 
+static bool tt_compact(struct tt *tt)
+{
+	return tt->family == AF_INET ? trie4_compact(tt->t4) : trie6_compact(tt->t6);
+}
+
 static void tt_stats(const struct tt *tt, struct trie_stats *st)
 {
 	if (tt->family == AF_INET)
@@ -1673,6 +1678,109 @@ static void test_trie_bulk_end_with_no_memory_leaves_trie_whole(void **state)
 	bulk_rebuild(*state, BULK_RUNS, tdata_seed(33), true);
 }
 
+/* One compaction of @d's trie (fib_mem_compact() without the trims): whether it was built anew. */
+static bool diff_compact(struct diff *d)
+{
+	bool built;
+
+	mem_evacuate_begin(d->f->m);
+	built = tt_compact(d->tt);
+	mem_evacuate_end(d->f->m);
+	return built;
+}
+
+/*
+ * Compaction (trie*_compact(), which fib_mem_compact() runs): a trie
+ * edited one prefix at a time, a third of it deleted again, is built
+ * anew, its leaves copied; every answer, the walk, the invariants and the
+ * memory accounts stay the reference's, and the chunks the old trie held
+ * go back. Out of memory at one of its allocations (copying the leaves,
+ * or making the nodes), it gives up with the trie whole and nothing
+ * leaked (diff_check_all() holds the allocator's counts to the trie's).
+ */
+static void test_trie_compact_moves_the_trie_and_gives_up_whole(void **state)
+{
+	struct fixture *f = *state;
+	struct diff d = { .f = f, .tt = &f->tt };
+#ifdef TDATA_UNDER_TSAN
+	const size_t n = 5000;
+#else
+	const size_t n = 30000;
+#endif
+	struct trie_stats st, again;
+	struct mem_stats before, after;
+	uint64_t failed, released;
+
+	wl_init(&d.w, &f->tt, tdata_seed(41));
+	d.ref = ref_new(f->tt.family);
+	d.keys = ref_new(f->tt.family);
+	for (size_t i = 0; i < n; i++, d.op++) {
+		tkey key;
+		unsigned int plen;
+
+		wl_prefix(&d.w, &key, &plen);
+		diff_set(&d, key, plen, i % 7 ? 1 : 2, (uint32_t)i);
+	}
+	for (size_t i = 0; i < n / 3 && d.n_live; i++, d.op++) {
+		size_t k = wl_below(&d.w, (unsigned int)d.n_live);
+
+		diff_set(&d, d.live[k].key, d.live[k].plen, 0, 0);
+		d.live[k] = d.live[--d.n_live];
+	}
+	diff_check_all(&d, 1);
+	tt_stats(d.tt, &st);
+	assert_true(st.leaves > st.inline_leaves && st.tnodes > 100);
+
+	/* The k-th allocation fails: among the leaves' copies, then among the nodes. */
+	failed = mem_failed(f->m);
+	for (unsigned int i = 0; i < 4; i++) {
+		uint64_t own = st.leaves - st.inline_leaves;
+		uint64_t k = i < 2 ? wl_below(&d.w, (unsigned int)own)
+				   : own + wl_below(&d.w, (unsigned int)st.tnodes);
+
+		mem_fail_after(f->m, k, 1);
+		assert_false(diff_compact(&d));
+		mem_fail_after(f->m, 0, 0);
+		diff_check_all(&d, 1);
+		for (size_t j = 0; j < 2000; j++)
+			diff_lookup(&d);
+	}
+	assert_int_equal(mem_failed(f->m), failed + 4);
+	tt_stats(d.tt, &again);
+	assert_same_shape(&st, &again);
+
+	reclaim_barrier(f->rc);
+	mem_trim(f->m);
+	mem_get_stats(f->m, &before);
+	assert_true(diff_compact(&d));
+	reclaim_barrier(f->rc);
+	/* The old chunks go back (in a malloc-only build there are none). */
+	released = mem_trim(f->m);
+	mem_get_stats(f->m, &after);
+	print_message("  %llu leaves (%llu inline), %llu nodes: slab %llu bytes held, %llu free "
+		      "before; %llu, %llu after\n",
+		      (unsigned long long)st.leaves, (unsigned long long)st.inline_leaves,
+		      (unsigned long long)st.tnodes, (unsigned long long)before.slab_bytes,
+		      (unsigned long long)before.slab_free_bytes,
+		      (unsigned long long)after.slab_bytes,
+		      (unsigned long long)after.slab_free_bytes);
+#ifndef LCFIB_MEM_MALLOC_ONLY
+	assert_true(released > 0);
+	assert_true(after.slab_free_bytes < before.slab_free_bytes);
+#else
+	(void)released;
+#endif
+	diff_check_all(&d, 1);
+	for (size_t j = 0; j < n; j++)
+		diff_lookup(&d);
+	tt_stats(d.tt, &again);
+	assert_int_equal(again.leaves, st.leaves);
+	assert_int_equal(again.prefixes, st.prefixes);
+	free(d.live);
+	ref_free(d.keys);
+	ref_free(d.ref);
+}
+
 static void test_trie_bulk_turns_eager_on_shuffled_load(void **state)
 {
 	bulk_rebuild(*state, BULK_SHUFFLED, tdata_seed(22), false);
@@ -2724,6 +2832,7 @@ int main(void)
 		T(test_trie_bulk_end_rebuilds_sorted_load),
 		T(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
 		T(test_trie_bulk_out_of_memory_leaves_trie_whole),
+		T(test_trie_compact_moves_the_trie_and_gives_up_whole),
 		T(test_trie_bulk_end_with_no_memory_leaves_trie_whole),
 		T(test_trie_bulk_turns_eager_on_shuffled_load),
 		T(test_trie_inflates_several_steps_as_one_at_a_time),
@@ -2753,6 +2862,7 @@ int main(void)
 		T6(test_trie_bulk_end_rebuilds_sorted_load),
 		T6(test_trie_bulk_end_rebuilds_load_in_sorted_runs),
 		T6(test_trie_bulk_out_of_memory_leaves_trie_whole),
+		T6(test_trie_compact_moves_the_trie_and_gives_up_whole),
 		T6(test_trie_bulk_end_with_no_memory_leaves_trie_whole),
 		T6(test_trie_bulk_turns_eager_on_shuffled_load),
 		T6(test_trie_bulk_turns_eager_after_sorted_start),

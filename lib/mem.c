@@ -846,7 +846,8 @@ void mem_evacuate_begin(struct mem *m)
 
 		s->aside = s->local;
 		s->local = NULL;
-		/* Its chunk holds old objects: the tail goes to the free list, set aside too. */
+		/* Its chunk holds old objects: the tail goes to the shared list, not taken either.
+		 */
 		mem_give_tail(m, idx, &s->carve, &s->carve_end);
 	}
 	m->evacuating = true;
@@ -864,10 +865,12 @@ void mem_evacuate_end(struct mem *m)
 
 		if (!o)
 			continue;
-		/* Nothing went to the writer's list meanwhile (frees go to remote), but be sure. */
-		while (o->next)
-			o = o->next;
-		o->next = s->local;
+		/* Frees go to remote, so the writer's list stayed empty; if not, it follows. */
+		if (s->local) {
+			while (o->next)
+				o = o->next;
+			o->next = s->local;
+		}
 		s->local = s->aside;
 		s->aside = NULL;
 	}

@@ -1840,11 +1840,11 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
  * values of b + 1 bits, and a node inflates while those pass the
  * threshold (no such node then halves: see should_halve()).
  *
- * The leaves stay where they are (they have no parent pointer), but for
- * compaction's, which copies them to new ones (rebuild_move_leaves()); the new
- * internal nodes are made and filled unseen by readers, published at the
- * root in one store, and the old ones retired after it. Lookups meanwhile
- * walk the old trie, untouched. Without the memory for it (the leaves'
+ * The leaves stay where they are (they have no parent pointer; compaction
+ * copies them, rebuild_move_leaves()); the new internal nodes are made and
+ * filled unseen by readers, published at the root in one store, and the
+ * old ones retired after it. Lookups meanwhile walk the old trie,
+ * untouched. Without the memory for it (the leaves'
  * slots and keys and the old nodes' slots, 14 bytes a leaf and 8 a node
  * for IPv4, or any new node), the trie is resized in place as before.
  */

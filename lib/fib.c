@@ -153,7 +153,7 @@ static void fib_mem_trim_if_due(struct fib *f)
  * there too (mem_evacuate_begin(), trie*_compact()); after the old trie's
  * grace period, its chunks are wholly free and go back. Readers meanwhile
  * walk the old trie, then the new one: same answers. Costs the writer
- * about a bulk end's build (0.2-0.3 s for the full view) and, for a
+ * about a bulk end's build (0.3-0.4 s for the full view) and, for a
  * while, the new trie's memory beside the old. Routes shared by inline
  * leaves, nexthops and the other objects stay where they are. Returns the
  * bytes the second trim gave back.

@@ -378,7 +378,7 @@ uint64_t fib_mem_trim(struct fib *f);
  * blocks, its leaves copied there too; once the old trie's grace period is
  * over, its chunks are wholly free and go back. Readers go on meanwhile,
  * in the old trie then the new one, with the same answers. Costs about
- * what a bulk load's end costs (0.2-0.3 s for the full view) and, until
+ * what a bulk load's end costs (0.3-0.4 s for the full view) and, until
  * the old trie is freed, its memory beside the new (37 MB for the full
  * view). fib_mem_trim(), fib_reclaim_flush() and
  * fib_table_flush() compact by themselves when their trim leaves more than

@@ -14,7 +14,7 @@
  *
  * In two runs each wave rises in one bulk load, sorted: its end builds the
  * trie anew, half of it on a second thread, and swaps it in under the
- * readers. Every 50,000 edits, in every run, compaction does the same
+ * readers. Every 50,000 edits from the 25,000th, compaction does the same
  * (fib_mem_compact(): the trie built anew into new chunks).
  *
  * Readers also look up random addresses near the probes and check that

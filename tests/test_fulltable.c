@@ -713,10 +713,11 @@ static void ft_expect_bound(const struct fib *f, uint64_t sync_mem, const char *
 	struct fib_state fs;
 
 	fib_get_state(f, &fs);
-	print_message("  sync-mem %llu, after %s: peak pending %llu, max object %llu\n",
-		      (unsigned long long)sync_mem, after,
-		      (unsigned long long)fs.reclaim.peak_pending,
-		      (unsigned long long)fs.reclaim.max_object);
+	print_message(
+		"  sync-mem %llu, after %s: peak pending %llu, max object %llu, "
+		"%llu compaction(s)\n",
+		(unsigned long long)sync_mem, after, (unsigned long long)fs.reclaim.peak_pending,
+		(unsigned long long)fs.reclaim.max_object, (unsigned long long)fs.mem.compactions);
 	assert_true(fs.reclaim.peak_pending <= sync_mem + fs.reclaim.max_object);
 }
 
@@ -724,8 +725,9 @@ static void ft_expect_bound(const struct fib *f, uint64_t sync_mem, const char *
  * A flush removes prefix after prefix: the widest node (the IPv4 root,
  * 19 bits, 4.5 MiB) is halved and retired many times on the way. The
  * bound pending <= sync-mem + the largest object retired holds through
- * flushes of each family and of every table, at the smallest sync-mem and
- * at the default; max-object is at least the widest node the table had.
+ * a compaction (the whole trie retired at once), flushes of each family
+ * and of every table, at the smallest sync-mem and at the default;
+ * max-object is at least the widest node the table had.
  * With LCFIB_STRESS below 1 (CI's ASan build: two full loads there take a
  * minute) at the smallest only, which forces the most waits.
  */
@@ -754,6 +756,11 @@ static void test_fulltable_flush_keeps_the_reclamation_bound(void **state)
 		widest = ft_widest_node(t.fib, AF_INET);
 		assert_true(widest > 2000000);
 		ft_expect_bound(t.fib, sync_mem[i], "the load");
+		/* The whole trie retired at once, nodes and leaves. */
+		fib_mem_compact(t.fib);
+		fib_get_state(t.fib, &fs);
+		assert_int_equal(fs.mem.compactions, 1);
+		ft_expect_bound(t.fib, sync_mem[i], "a compaction");
 		assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET), 0);
 		ft_expect_bound(t.fib, sync_mem[i], "a flush of IPv4");
 		assert_int_equal(fib_table_flush(t.fib, FIB_TABLE_MAIN, AF_INET6), 0);

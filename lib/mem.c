@@ -810,15 +810,25 @@ static void mem_slab_figures(const struct mem *m, uint64_t *held, uint64_t *free
 	*free_bytes = *held > *live ? *held - *live : 0;
 }
 
-bool mem_trim_due(struct mem *m, uint64_t coming)
+/*
+ * Whether the free slab bytes, with @coming more, are over a fifth of the
+ * slab memory held and MEM_TRIM_STEP more than *@mark (the free bytes
+ * after the last trim or compaction, lowered when fewer are free).
+ */
+static bool mem_slack_due(struct mem *m, uint64_t *mark, uint64_t coming)
 {
 	uint64_t held, free_bytes, live;
 
 	mem_slab_figures(m, &held, &free_bytes, &live);
-	if (free_bytes < m->trim_mark)
-		m->trim_mark = free_bytes;
+	if (free_bytes < *mark)
+		*mark = free_bytes;
 	free_bytes += coming;
-	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= m->trim_mark + MEM_TRIM_STEP;
+	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= *mark + MEM_TRIM_STEP;
+}
+
+bool mem_trim_due(struct mem *m, uint64_t coming)
+{
+	return mem_slack_due(m, &m->trim_mark, coming);
 }
 
 uint64_t mem_trim(struct mem *m)
@@ -882,12 +892,7 @@ void mem_evacuate_end(struct mem *m)
 
 bool mem_compact_due(struct mem *m)
 {
-	uint64_t held, free_bytes, live;
-
-	mem_slab_figures(m, &held, &free_bytes, &live);
-	if (free_bytes < m->compact_mark)
-		m->compact_mark = free_bytes;
-	return free_bytes > held / MEM_TRIM_RATIO && free_bytes >= m->compact_mark + MEM_TRIM_STEP;
+	return mem_slack_due(m, &m->compact_mark, 0);
 }
 
 void mem_compacted(struct mem *m, bool moved)

@@ -1846,7 +1846,8 @@ static void rebalance_subtree(struct TRIE *t, struct tnode *tn)
  * old ones retired after it. Lookups meanwhile walk the old trie,
  * untouched. Without the memory for it (the leaves'
  * slots and keys and the old nodes' slots, 14 bytes a leaf and 8 a node
- * for IPv4, or any new node), the trie is resized in place as before.
+ * for IPv4, 8 more a leaf when compacting, or any new node), the trie is
+ * resized in place as before.
  */
 #define REBUILD_SHARE 2 /* rebuild when bulk_leaves * 2 >= leaves */
 
@@ -2132,13 +2133,11 @@ static bool rebuild_move_leaves(struct rebuild *rb)
 		if (!nl) {
 			while (i--)
 				if (rb->moved[i])
-					mem_free(rb->t->mem, MEM_LEAF, slot_node(rb->slot[i]),
-						 leaf_size(slot_node(rb->slot[i])->nr));
+					leaf_slot_free(rb->t, rb->slot[i]);
 			return false;
 		}
-		memcpy(nl, l, leaf_size(l->n.nr));
 		rb->moved[i] = rb->slot[i];
-		rb->slot[i] = (uintptr_t)nl | (rb->slot[i] & ~SLOT_ADDR_MASK);
+		rb->slot[i] = leaf_fill(nl, l->n.key, l->r, l->n.nr);
 	}
 	return true;
 }
@@ -2208,8 +2207,7 @@ static bool rebuild(struct TRIE *t, bool move_leaves)
 		if (rb.made_leaf[i])
 			mem_free(t->mem, MEM_LEAF, slot_node(rb.slot[i]), leaf_size(1));
 		if (rb.moved && rb.moved[i])
-			mem_free(t->mem, MEM_LEAF, slot_node(rb.slot[i]),
-				 leaf_size(slot_node(rb.slot[i])->nr));
+			leaf_slot_free(t, rb.slot[i]);
 	}
 	if (root) {
 		STAT_ADD(t->nr_tnodes, rb.made);
